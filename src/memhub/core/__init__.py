@@ -1,0 +1,1 @@
+"""Core: models, errors, clock, text and hashing helpers. Imports nothing above it."""

@@ -1,0 +1,139 @@
+"""Text normalisation shared by the index (store) and the queries (search).
+
+SQLite's FTS5 `unicode61` tokenizer sees a Japanese sentence as one long token, so CJK runs
+are cut here into overlapping character bigrams (`設計方針` -> `設計 計方 方針`), the classic
+CJK indexing scheme: a query term matches when its bigrams appear as a phrase. Latin text
+is left to the tokenizer (porter stemming, diacritics folded).
+
+Queries are never passed to FTS5 as written: `fts_query` keeps only word characters and
+quotes every term, so `"`, `*`, `NEAR(`, `OR`, `-` and friends in user text are plain text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Literal
+
+_CJK_RANGES = (
+    (0x3005, 0x3007),  # 々 〆 〇
+    (0x3040, 0x309F),  # hiragana
+    (0x30A0, 0x30FF),  # katakana (incl. ー)
+    (0x31F0, 0x31FF),  # katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x2FA1F),  # CJK extensions B..F, compatibility supplement
+)
+
+# Frequent English function words: dropped from OR-queries, where they only add noise.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves""".split()
+)
+
+
+def is_cjk(char: str) -> bool:
+    code = ord(char)
+    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width Latin and half-width katakana unified) and case-folded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _runs(text: str) -> list[tuple[bool, str]]:
+    """Split normalised text into (is_cjk, run) pieces of word characters; separators dropped."""
+    runs: list[tuple[bool, str]] = []
+    current: list[str] = []
+    current_cjk = False
+    for char in text:
+        if is_cjk(char):
+            kind: bool | None = True
+        elif char.isalnum():
+            kind = False
+        else:
+            kind = None
+        if kind is None or (current and kind != current_cjk):
+            if current:
+                runs.append((current_cjk, "".join(current)))
+                current = []
+        if kind is not None:
+            current.append(char)
+            current_cjk = kind
+    if current:
+        runs.append((current_cjk, "".join(current)))
+    return runs
+
+
+def bigrams(run: str) -> list[str]:
+    if len(run) < 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_text(*parts: str | None) -> str:
+    """The text an FTS5 row stores: Latin words as they are, CJK runs as bigrams."""
+    out: list[str] = []
+    for part in parts:
+        if not part:
+            continue
+        for cjk, run in _runs(normalize(part)):
+            out.extend(bigrams(run) if cjk else [run])
+    return " ".join(out)
+
+
+def query_terms(query: str, *, drop_stopwords: bool = False) -> list[tuple[bool, str]]:
+    """The (is_cjk, term) pieces of a user query, de-duplicated, in order."""
+    seen: set[str] = set()
+    terms: list[tuple[bool, str]] = []
+    for cjk, run in _runs(normalize(query)):
+        if not cjk and drop_stopwords and run in STOPWORDS:
+            continue
+        if run not in seen:
+            seen.add(run)
+            terms.append((cjk, run))
+    return terms
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_query(query: str, *, mode: Literal["any", "all"] = "any", max_terms: int = 32) -> str | None:
+    """A safe FTS5 MATCH expression for `query`, or None when it has no searchable term.
+
+    `any` ORs the terms (ranked retrieval: BM25 rewards documents matching more of them);
+    `all` ANDs them. Stopwords are dropped in `any` mode unless nothing else is left.
+    """
+    terms = query_terms(query, drop_stopwords=(mode == "any")) or query_terms(query)
+    parts: list[str] = []
+    for cjk, term in terms[:max_terms]:
+        if cjk and len(term) == 1:
+            parts.append(_quote(term) + " *")  # a lone kanji: any bigram starting with it
+        elif cjk:
+            parts.append(_quote(" ".join(bigrams(term))))
+        else:
+            parts.append(_quote(term))
+    if not parts:
+        return None
+    return (" OR " if mode == "any" else " AND ").join(parts)
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def keyword_terms(keyword: str, *, max_terms: int = 16) -> list[str]:
+    """Substring-search terms: whitespace-separated, normalised, non-empty, de-duplicated."""
+    seen: list[str] = []
+    for term in _SPACE.split(normalize(keyword).strip()):
+        if term and term not in seen:
+            seen.append(term)
+    return seen[:max_terms]

@@ -1,0 +1,1 @@
+"""Storage: the Store protocol and its backends."""

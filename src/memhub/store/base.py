@@ -1,0 +1,166 @@
+"""The storage contract: row types and the `Store` / `Tx` protocols every backend implements.
+
+A `Tx` is one transaction; a tool call does all its writes through one `Tx`, so a failed
+call changes nothing. Every read of items goes through the viewer-scoped methods, which
+apply the single visibility filter (scope, project membership, owner, expiry, boundary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from memhub.core.models import ProjectRole, Viewer
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRow:
+    id: int
+    name: str
+    description: str | None
+    attrs: dict[str, Any]
+    owner: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRow:
+    project_id: int
+    principal: str
+    role: ProjectRole
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRow:
+    id: int
+    kind: str
+    project_id: int | None
+    session_id: str | None
+    parent_id: int | None
+    owner: str
+    scope: str
+    boundary_class: str
+    status: str
+    title: str | None
+    body: str
+    tags: tuple[str, ...]
+    attrs: dict[str, Any]
+    content_hash: str | None
+    importance: float
+    quality: float
+    access_count: int
+    created_at: str
+    updated_at: str
+    expires_at: str | None
+
+
+@dataclass(slots=True)
+class NewItem:
+    kind: str
+    owner: str
+    scope: str
+    body: str
+    title: str | None = None
+    project_id: int | None = None
+    session_id: str | None = None
+    parent_id: int | None = None
+    boundary_class: str = "internal"
+    status: str = "active"
+    tags: Sequence[str] = ()
+    attrs: dict[str, Any] = field(default_factory=dict)
+    content_hash: str | None = None
+    importance: float = 0.5
+    expires_at: str | None = None
+
+
+Order = Literal["id_asc", "id_desc"]
+
+
+@dataclass(slots=True)
+class ItemQuery:
+    """A filtered listing of visible items. Unset fields do not filter."""
+
+    kinds: Sequence[str] = ()
+    project_id: int | None = None
+    parent_id: int | None = None
+    top_level: bool = False  # only items without a parent
+    min_id: int | None = None  # inclusive lower bound on id (paging)
+    contains: Sequence[str] = ()  # normalised substrings; every one must occur in title or body
+    with_child_kind: str | None = None  # only items having a child of this kind (decided topics)
+    without_child_kind: str | None = None  # only items having no child of this kind
+    order: Order = "id_asc"
+    limit: int = 30
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    id: int
+    at: str
+    principal: str
+    tool: str
+    outcome: str
+    detail: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class VectorChange:
+    seq: int
+    item_id: int
+    vec: bytes | None  # None: the vector was deleted
+
+
+class Tx(Protocol):
+    """One transaction. Methods raise MemhubError(STORAGE) on database failure."""
+
+    now: str
+
+    # projects and membership
+    def insert_project(
+        self, name: str, description: str | None, attrs: dict[str, Any], owner: str
+    ) -> ProjectRow: ...
+    def get_project(self, project_id: int) -> ProjectRow | None: ...
+    def get_project_by_name(self, name: str) -> ProjectRow | None: ...
+    def list_projects(self, principal: str, limit: int) -> list[ProjectRow]: ...
+    def set_member(self, project_id: int, principal: str, role: ProjectRole) -> None: ...
+    def member_role(self, project_id: int, principal: str) -> ProjectRole | None: ...
+
+    # principals
+    def ensure_principal(self, principal: str, kind: str = "user") -> None: ...
+
+    # items
+    def insert_item(self, item: NewItem) -> ItemRow: ...
+    def get_item(self, viewer: Viewer, item_id: int, kinds: Sequence[str] = ()) -> ItemRow | None: ...
+    def query_items(self, viewer: Viewer, query: ItemQuery) -> list[ItemRow]: ...
+    def subtree(self, viewer: Viewer, root_id: int, kind: str, limit: int) -> list[ItemRow]: ...
+    def text_search(
+        self, viewer: Viewer, match: str, kinds: Sequence[str], project_id: int | None, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def visible_ids(
+        self, viewer: Viewer, ids: Sequence[int], kinds: Sequence[str], project_id: int | None
+    ) -> set[int]: ...
+
+    # vectors
+    def missing_vectors(self, embedder: str, limit: int) -> list[tuple[int, str]]: ...
+    def put_vector(self, item_id: int, embedder: str, vec: bytes, dim: int) -> None: ...
+
+    # audit
+    def append_event(self, principal: str, tool: str, outcome: str, detail: dict[str, Any]) -> EventRow: ...
+
+
+class Store(Protocol):
+    """A database: hands out transactions and the change feeds the in-process indexes follow."""
+
+    location: str
+
+    def transaction(self, *, write: bool) -> AbstractContextManager[Tx]: ...
+    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]: ...
+    def iter_events(self) -> Iterator[EventRow]: ...
+    def integrity_check(self) -> list[str]: ...
+    def close(self) -> None: ...

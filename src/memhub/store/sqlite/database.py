@@ -1,0 +1,199 @@
+"""The embedded SQLite store: one file, WAL, busy timeout, `BEGIN IMMEDIATE` writes.
+
+One connection per process, used from worker threads one transaction at a time (a lock
+serialises them). Several processes may share the file: SQLite's own locking orders their
+writes, `busy_timeout` makes a writer wait instead of failing, and the in-process indexes
+follow other processes' writes through `vector_log`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from memhub.core.clock import Clock, SystemClock, isoformat
+from memhub.core.errors import ErrorKind, MemhubError
+from memhub.store.base import EventRow, VectorChange
+from memhub.store.sqlite.tx import SqliteTx
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    folder = resources.files("memhub.store.sqlite") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            version = int(entry.name.split("_", 1)[0])
+            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into statements (triggers contain `;`, so use sqlite's own test)."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if not buffer and (not line.strip() or line.lstrip().startswith("--")):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer
+            buffer = ""
+    if buffer.strip():
+        yield buffer
+
+
+class SqliteStore:
+    def __init__(self, path: str | Path, *, clock: Clock | None = None) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.clock: Clock = clock or SystemClock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        self._conn.row_factory = sqlite3.Row
+        for pragma in (
+            f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+            "PRAGMA journal_mode = WAL",
+            "PRAGMA synchronous = NORMAL",
+            "PRAGMA foreign_keys = ON",
+            "PRAGMA temp_store = MEMORY",
+            "PRAGMA cache_size = -32000",
+        ):
+            self._conn.execute(pragma)
+        self._migrate()
+
+    # -- schema -------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations"
+                    " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+                applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+                for version, name, script in _migrations():
+                    if version in applied:
+                        continue
+                    log.info("applying migration %s", name)
+                    for statement in _statements(script):
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                        (version, name, isoformat(self.clock.now())),
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def schema_version(self) -> int:
+        with self._lock:
+            row = self._conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    # -- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[SqliteTx]:
+        """One transaction: committed when the block ends, rolled back if it raises."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.Error as exc:
+                raise _storage_error(exc) from exc
+            try:
+                yield SqliteTx(conn, isoformat(self.clock.now()))
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                raise _storage_error(exc) from exc
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    # -- change feeds and maintenance ---------------------------------------------------
+
+    def data_version(self) -> int:
+        """Changes when another connection commits: a cheap "anything new?" probe."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
+        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water mark."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT l.seq, l.item_id, l.op, v.vec FROM vector_log l"
+                " JOIN (SELECT item_id, max(seq) AS seq FROM vector_log"
+                "       WHERE embedder = ? AND seq > ? GROUP BY item_id) last ON last.seq = l.seq"
+                " LEFT JOIN vectors v ON v.item_id = l.item_id AND v.embedder = l.embedder"
+                " ORDER BY l.seq",
+                (embedder, after_seq),
+            ).fetchall()
+        changes = [
+            VectorChange(row["seq"], row["item_id"], row["vec"] if row["op"] == "put" else None)
+            for row in rows
+        ]
+        high = changes[-1].seq if changes else after_seq
+        return high, changes
+
+    def iter_events(self) -> Iterator[EventRow]:
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM events ORDER BY id").fetchall()
+        for row in rows:
+            yield EventRow(
+                row["id"],
+                row["at"],
+                row["principal"],
+                row["tool"],
+                row["outcome"],
+                json.loads(row["detail"]),
+                row["prev_hash"],
+                row["hash"],
+            )
+
+    def integrity_check(self) -> list[str]:
+        """Problems SQLite finds in the file (empty list: healthy), FTS index included."""
+        with self._lock:
+            problems = [r[0] for r in self._conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+            problems += [f"foreign key: {tuple(r)}" for r in self._conn.execute("PRAGMA foreign_key_check")]
+            try:
+                self._conn.execute("INSERT INTO items_fts(items_fts) VALUES ('integrity-check')")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"text index: {exc}")
+        return problems
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def _storage_error(exc: sqlite3.Error) -> MemhubError:
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        message = "the database is busy (another writer held it too long); retry the call"
+    elif "full" in text:
+        message = "the disk is full; nothing was written"
+    else:
+        message = "the database reported an error; nothing was written"
+    log.error("sqlite error: %s", exc)
+    return MemhubError(ErrorKind.STORAGE, message)
