@@ -6,11 +6,13 @@ STAMP  := $(VENV)/.installed
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
+BUILD_TOOLS := pip==26.3 setuptools==80.9.0 wheel==0.45.1
 
 .PHONY: run test check lint typecheck bench bench-smoke lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(BUILD_TOOLS)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)

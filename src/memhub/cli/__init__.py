@@ -1,0 +1,1 @@
+"""Command line: `memhub serve`, `memhub doctor`."""

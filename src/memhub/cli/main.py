@@ -1,0 +1,116 @@
+"""`memhub` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from memhub import __version__
+from memhub.audit.chain import verify_chain
+from memhub.cli.container import Container, build_container
+from memhub.core.settings import Settings, load_settings
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memhub", description="Local-first MCP memory server.")
+    parser.add_argument("--version", action="version", version=f"memhub {__version__}")
+    parser.add_argument("--home", help="data directory (env MEMHUB_HOME)")
+    parser.add_argument("--db", help="SQLite database file (env MEMHUB_DB)")
+    parser.add_argument("--user", help="local user name (env MEMHUB_USER)")
+    parser.add_argument("--project", help="current project name (env MEMHUB_PROJECT)")
+    parser.add_argument("--log-level", dest="log_level", help="stderr log level (env MEMHUB_LOG_LEVEL)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the MCP server")
+    serve.add_argument("--transport", dest="transports", help="comma list of stdio,http,sse (default stdio)")
+    serve.add_argument("--toolsets", help="comma list of toolsets to serve (default: all)")
+    serve.add_argument("--host", help="HTTP/SSE bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP/SSE port (default 8000)")
+    serve.add_argument("--embedder", help="e5, use, hash or none")
+    for name in ("home", "db", "user", "project"):
+        serve.add_argument(f"--{name}", dest=f"serve_{name}", help=argparse.SUPPRESS)
+
+    commands.add_parser("doctor", help="verify the database and the audit chain")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {
+        key: getattr(args, key, None)
+        for key in ("home", "db", "user", "project", "log_level", "transports", "toolsets", "host", "port", "embedder")
+    }
+    for name in ("home", "db", "user", "project"):
+        late = getattr(args, f"serve_{name}", None)
+        if late is not None:
+            overrides[name] = late
+    return load_settings(os.environ, overrides, Path.cwd())
+
+
+async def _serve(container: Container) -> None:
+    settings = container.settings
+    server = container.server
+    async with anyio.create_task_group() as tg:
+        if {"http", "sse"} & set(settings.transports):
+            import uvicorn
+
+            from memhub.http.app import build_http_app
+
+            app = build_http_app(server, settings.transports, lambda: {"db": str(settings.db_path)})
+            config = uvicorn.Config(
+                app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), lifespan="on"
+            )
+            tg.start_soon(uvicorn.Server(config).serve)
+        if "stdio" in settings.transports:
+            await server.run_stdio_async()
+            tg.cancel_scope.cancel()  # the stdio client owns this process: its EOF ends it
+
+
+def _doctor(container: Container) -> int:
+    store = container.runtime.store
+    problems = store.integrity_check()
+    report = verify_chain(store.iter_events())
+    print(f"database: {store.location}")
+    print(f"integrity: {'ok' if not problems else 'FAILED'}")
+    for problem in problems:
+        print(f"  {problem}")
+    print(f"audit chain: {report.events} events, {'ok' if report.ok else 'BROKEN'}")
+    for problem in report.problems[:50]:
+        print(f"  {problem}")
+    return 0 if report.ok and not problems else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = _settings(args)
+    except ValueError as exc:
+        print(f"memhub: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        stream=sys.stderr, level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if args.command == "serve" and settings.host not in LOOPBACK and {"http", "sse"} & set(settings.transports):
+        print("memhub: HTTP without authentication binds to loopback only (127.0.0.1, ::1)", file=sys.stderr)
+        return 2
+    container = build_container(settings)
+    try:
+        if args.command == "serve":
+            anyio.run(_serve, container)
+            return 0
+        return _doctor(container)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        container.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

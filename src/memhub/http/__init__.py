@@ -1,0 +1,1 @@
+"""HTTP surface: streamable HTTP (/mcp), SSE (/sse), health."""

@@ -1,0 +1,1 @@
+"""MCP interface: thin, typed toolsets over the services, and the server composition."""

@@ -1,0 +1,190 @@
+"""Tool specs and the one place that turns failures into MCP error results.
+
+A toolset declares its tools as `ToolSpec`s: name, description, pydantic input and output
+models, annotations and an async handler. `build_tools` turns them into the SDK's tools:
+the published input schema is the input model's JSON schema, but validation happens here
+(not in the SDK) so a bad argument is reported in the toolset's own error vocabulary.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from memhub.core.errors import ErrorKind, MemhubError
+from memhub.core.models import Principal
+from memhub.services.runtime import Call, Runtime
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Call, Any], Awaitable[BaseModel]]
+ErrorRenderer = Callable[[MemhubError], dict[str, Any]]
+IdentityResolver = Callable[[Mapping[str, str] | None], Principal]
+CallObserver = Callable[[str, str, float], None]  # (tool, outcome, seconds): metrics
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    handler: Handler
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class Toolset:
+    name: str
+    render_error: ErrorRenderer
+    tools: Sequence[ToolSpec]
+
+
+class _RawArguments(ArgModelBase):
+    """Lets every argument through the SDK untouched: `invoke` validates with the real model."""
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.__pydantic_extra__ or {})}
+
+
+def validation_message(exc: ValidationError) -> str:
+    """`project_id: field required; limit: Input should be less than or equal to 30`.
+
+    Built from locations and pydantic's messages only: the rejected values (which may be
+    secrets) are never echoed.
+    """
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "missing":
+            parts.append(f"{where} is required")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"{where} is not a parameter of this tool")
+        else:
+            message = err["msg"].removeprefix("Value error, ")
+            parts.append(f"{where}: {message}")
+    return "; ".join(parts[:8])
+
+
+def _result(body: dict[str, Any], *, error: bool) -> CallToolResult:
+    text = json.dumps(body, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=body, is_error=error)
+
+
+async def invoke(
+    spec: ToolSpec,
+    toolset: Toolset,
+    runtime: Runtime,
+    principal: Principal,
+    arguments: Mapping[str, Any],
+    observe: CallObserver | None = None,
+) -> CallToolResult:
+    """Validate, run, audit. Every failure becomes an `isError` result in the toolset's vocabulary."""
+    started = time.perf_counter()
+    call = Call(runtime=runtime, principal=principal, tool=spec.name)
+    outcome = "ok"
+    try:
+        try:
+            args = spec.input_model.model_validate(dict(arguments))
+        except ValidationError as exc:
+            raise MemhubError(ErrorKind.INVALID, validation_message(exc)) from None
+        output = await spec.handler(call, args)
+        result = _result(output.model_dump(mode="json"), error=False)
+        if not call.audited:
+            await call.record("ok")
+    except MemhubError as exc:
+        body = toolset.render_error(exc)
+        outcome = str(body.get("error", {}).get("code", exc.kind))
+        result = _result(body, error=True)
+    except Exception:  # the one broad handler: a bug must not crash the server or leak details
+        incident = uuid.uuid4().hex[:12]
+        log.exception("tool %s failed unexpectedly (incident %s)", spec.name, incident)
+        body = toolset.render_error(
+            MemhubError(ErrorKind.INTERNAL, f"internal error (incident {incident}); see the server log")
+        )
+        outcome = "internal"
+        result = _result(body, error=True)
+    if result.is_error and not call.audited:
+        try:
+            await call.record(outcome)
+        except MemhubError:
+            log.warning("could not audit failed call to %s", spec.name)
+    if observe is not None:
+        observe(spec.name, outcome, time.perf_counter() - started)
+    return result
+
+
+def build_tools(
+    toolsets: Sequence[Toolset],
+    runtime: Runtime,
+    identity: IdentityResolver,
+    observe: CallObserver | None = None,
+) -> list[Tool]:
+    tools: list[Tool] = []
+    for toolset in toolsets:
+        for spec in toolset.tools:
+            tools.append(_sdk_tool(spec, toolset, runtime, identity, observe))
+    return tools
+
+
+def _sdk_tool(
+    spec: ToolSpec,
+    toolset: Toolset,
+    runtime: Runtime,
+    identity: IdentityResolver,
+    observe: CallObserver | None,
+) -> Tool:
+    async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:  # type: ignore[type-arg]
+        try:
+            principal = identity(ctx.headers)
+        except MemhubError as exc:
+            return _result(toolset.render_error(exc), error=True)
+        return await invoke(spec, toolset, runtime, principal, arguments, observe)
+
+    # The return annotation carries the output model, so the SDK publishes outputSchema.
+    run.__annotations__ = {
+        "arguments": dict[str, Any],
+        "ctx": Context,
+        "return": Annotated[CallToolResult, spec.output_model],
+    }
+    tool = Tool.from_function(
+        run,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        annotations=ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent,
+            open_world_hint=False,
+        ),
+    )
+    tool.parameters = spec.input_model.model_json_schema()
+    tool.fn_metadata.arg_model = _RawArguments
+    return tool
+
+
+def transactional(fn: Callable[[Any, Principal, Any], BaseModel]) -> Handler:
+    """A handler running a service function `fn(tx, actor, args)` in the call's one transaction."""
+
+    async def handler(call: Call, args: Any) -> BaseModel:
+        return await call.transact(lambda tx: fn(tx, call.principal, args))
+
+    return handler

@@ -1,0 +1,1 @@
+"""Seed 004 (discussion memory): projects, topic trees, logs and decisions."""

@@ -1,0 +1,78 @@
+"""Small helpers shared by the tests."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from mcp import StdioServerParameters
+
+REPO = Path(__file__).resolve().parents[1]
+MEMHUB = str(Path(sys.executable).with_name("memhub"))
+SHARED = REPO.parent / "shared"
+
+FTS_TRICKS = ['"', "*", "NEAR(", "OR", 'a" OR "b', "AND NOT", "-x", "col:val", "^start", "(((", "'", "%_"]
+
+
+async def ok(client: Any, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    # the text content mirrors the structured content
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+async def error(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The seed-004 error body {"code", "message"} of a call that must fail."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    body = result.structured_content or json.loads(result.content[0].text)
+    assert set(body) == {"error"}, body
+    assert body["error"]["message"]
+    return body["error"]
+
+
+def counts(db: Path) -> dict[str, int]:
+    """Row counts of every user-data table (the audit log is allowed to grow)."""
+    with sqlite3.connect(db) as conn:
+        return {
+            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("items", "projects", "project_members", "links", "vectors", "items_fts")
+        }
+
+
+def stdio_params(db: Path, user: str = "alice", *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=MEMHUB,
+        args=["--db", str(db), "--user", user, "--project", "demo", "serve", "--transport", "stdio", *extra],
+        env={"MEMHUB_EMBEDDER": "none", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 20.0) -> dict[str, Any]:
+    """Poll until the server answers (bounded; no fixed sleep)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                return dict(json.loads(response.read()))
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.05)
