@@ -1,0 +1,86 @@
+"""Streamable HTTP, SSE and /health on 127.0.0.1 against a real `memhub serve` process."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.sse import sse_client
+
+from tests.helpers import MEMHUB, counts, error, free_port, ok, wait_http
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    home = tmp_path_factory.mktemp("http")
+    db = home / "m.db"
+    port = free_port()
+    proc = subprocess.Popen(
+        [MEMHUB, "--db", str(db), "--user", "alice", "--project", "demo", "serve",
+         "--transport", "http,sse", "--host", "127.0.0.1", "--port", str(port), "--embedder", "none"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{base}/health", proc)
+        yield base, db
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_health_is_json(server: tuple[str, Path]) -> None:
+    base, _ = server
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base}/health", timeout=5) as response:
+        assert response.headers["content-type"].startswith("application/json")
+        body = json.loads(response.read())
+    assert body["status"] == "ok" and body["version"]
+
+
+async def test_discussion_over_streamable_http(server: tuple[str, Path]) -> None:
+    base, db = server
+    async with Client(f"{base}/mcp") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert len(names) == 13
+        pid = (await ok(client, "add-project", name="over-http"))["project_id"]
+        topic = (await ok(client, "add-topic", project_id=pid, title="HTTP経由の設計"))["topic_id"]
+        await ok(client, "add-log", topic_id=topic, content="AI: hello")
+        await ok(client, "add-decision", topic_id=topic, decision="ship it", reason="green")
+        assert (await ok(client, "search-topics", project_id=pid, keyword="設計"))["topics"]
+        assert (await ok(client, "get-decided-topics", project_id=pid))["topics"][0]["id"] == topic
+        before = counts(db)
+        assert (await error(client, "get-topics", {"project_id": pid, "limit": 99}))["code"] == "INVALID_PARAMETER"
+        assert (await error(client, "add-log", {"topic_id": 10**6, "content": "x"}))["code"] == "NOT_FOUND"
+        assert (await error(client, "add-topic", {"project_id": pid}))["code"] == "INVALID_PARAMETER"
+        await ok(client, "search-decisions", project_id=pid, keyword='"* OR NEAR(')
+        assert counts(db) == before
+
+
+async def test_discussion_over_sse(server: tuple[str, Path]) -> None:
+    base, _ = server
+    async with sse_client(f"{base}/sse") as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert "get-topic-tree" in names
+        pid = (await ok(session, "add-project", name="over-sse"))["project_id"]
+        topic = (await ok(session, "add-topic", project_id=pid, title="SSE"))["topic_id"]
+        tree = await ok(session, "get-topic-tree", project_id=pid, topic_id=topic)
+        assert tree["tree"]["children"] == []
+        assert (await error(session, "get-logs", {"topic_id": "nope"}))["code"] == "INVALID_PARAMETER"
+
+
+def test_refuses_remote_bind_without_auth(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [MEMHUB, "--db", str(tmp_path / "x.db"), "serve", "--transport", "http", "--host", "0.0.0.0"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 2 and "loopback" in out.stderr

@@ -1,0 +1,162 @@
+"""The discussion toolset over stdio: a real `memhub serve` subprocess and JSON-RPC framing."""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.helpers import MEMHUB, SHARED, counts, error, ok, stdio_params
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_discussion_flow_over_stdio(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    async with Client(stdio_params(db)) as client:
+        pid = (await ok(client, "add-project", name="stdio", description="日本語 ok"))["project_id"]
+        topic = (await ok(client, "add-topic", project_id=pid, title="設計方針"))["topic_id"]
+        log = await ok(client, "add-log", topic_id=topic, content="AI: 提案\nユーザー：了解")
+        dec = await ok(client, "add-decision", topic_id=topic, decision="WALを使う", reason="並行読み取り")
+        assert (await ok(client, "get-logs", topic_id=topic))["logs"][0]["id"] == log["log_id"]
+        assert (await ok(client, "get-decisions", topic_id=topic))["decisions"][0]["id"] == dec["decision_id"]
+        assert (await ok(client, "search-topics", project_id=pid, keyword="設計"))["topics"][0]["id"] == topic
+        assert (await ok(client, "get-decided-topics", project_id=pid))["topics"][0]["id"] == topic
+        assert (await ok(client, "get-undecided-topics", project_id=pid))["topics"] == []
+        assert (await ok(client, "get-topics", project_id=pid))["topics"][0]["title"] == "設計方針"
+        assert (await ok(client, "get-topic-tree", project_id=pid, topic_id=topic))["tree"]["id"] == topic
+        assert (await ok(client, "search-decisions", project_id=pid, keyword="wal"))["decisions"]
+        assert (await ok(client, "get-projects"))["projects"][0]["name"] == "stdio"
+
+        before = counts(db)
+        assert (await error(client, "add-log", {"topic_id": topic}))["code"] == "INVALID_PARAMETER"
+        assert (await error(client, "get-logs", {"topic_id": 424242}))["code"] == "NOT_FOUND"
+        assert (await error(client, "add-topic", {"project_id": "x", "title": 1}))["code"] == "INVALID_PARAMETER"
+        search = await ok(client, "search-topics", project_id=pid, keyword='NEAR( "設計" OR *')
+        assert search["topics"] == []
+        assert counts(db) == before
+
+
+def _readline(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> bytes:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, "server did not answer in time"
+    return proc.stdout.readline()
+
+
+INIT = (
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+)
+
+
+def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
+    """Logs go to stderr (even at DEBUG): every stdout line is a JSON-RPC message."""
+    params = stdio_params(tmp_path / "m.db")
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**(params.env or {}), "MEMHUB_LOG_LEVEL": "DEBUG"},
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(INIT.encode())
+    proc.stdin.flush()
+    first = json.loads(_readline(proc))
+    assert first["id"] == 1 and "result" in first
+    proc.stdin.write(
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get-logs","arguments":{"topic_id":7}}}\n'
+    )
+    proc.stdin.flush()
+    second = json.loads(_readline(proc))
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+    assert second["id"] == 2 and second["result"]["isError"] is True
+    assert second["result"]["structuredContent"]["error"]["code"] == "NOT_FOUND"
+    assert proc.stdout is not None and proc.stdout.read().strip() == b""
+    assert proc.stderr is not None and proc.stderr.read()  # the DEBUG logs went to stderr
+
+
+def test_cold_start_is_under_a_second(tmp_path: Path) -> None:
+    """spawn -> initialize response, measured; generous bound against a slow CI machine."""
+    params = stdio_params(tmp_path / "m.db")
+    best = 99.0
+    for _ in range(3):
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=params.env
+        )
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(INIT.encode())
+        proc.stdin.flush()
+        assert b'"result"' in _readline(proc)
+        best = min(best, time.perf_counter() - started)
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    assert best < 3.0, best  # the benchmark reports the real figure; this only catches regressions
+
+
+def test_seed_conformance_discussion(tmp_path: Path) -> None:
+    script = SHARED / "tools" / "seed_conformance.py"
+    if not script.exists():
+        pytest.skip("../shared is not beside the checkout")
+    out = subprocess.run(
+        [sys.executable, str(script), "--toolsets", "discussion", "--", MEMHUB, "--db", str(tmp_path / "c.db"),
+         "serve", "--transport", "stdio", "--embedder", "none"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "13 passed, 0 failed", out.stdout + out.stderr
+
+
+async def test_two_processes_write_one_file_concurrently(tmp_path: Path) -> None:
+    """Two stdio servers on one database file, writing at once: every write is found."""
+    db = tmp_path / "shared.db"
+    async with Client(stdio_params(db)) as setup:
+        pid = (await ok(setup, "add-project", name="shared"))["project_id"]
+        topic = (await ok(setup, "add-topic", project_id=pid, title="race"))["topic_id"]
+
+    per_writer = 40
+
+    async def writer(tag: str) -> list[int]:
+        async with Client(stdio_params(db)) as client:
+            return [
+                (await ok(client, "add-log", topic_id=topic, content=f"{tag} {i}"))["log_id"]
+                for i in range(per_writer)
+            ]
+
+    results: dict[str, list[int]] = {}
+
+    async def run(tag: str) -> None:
+        results[tag] = await writer(tag)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, "A")
+        tg.start_soon(run, "B")
+
+    written = set(results["A"]) | set(results["B"])
+    assert len(written) == 2 * per_writer
+    async with Client(stdio_params(db)) as reader:
+        seen: list[dict[str, object]] = []
+        start = None
+        while True:
+            page = await ok(reader, "get-logs", topic_id=topic, **({"start_id": start} if start else {}))
+            seen.extend(page["logs"])
+            start = page["next_start_id"]
+            if start is None:
+                break
+    assert {int(str(log["id"])) for log in seen} == written
+    assert sorted(str(log["content"]) for log in seen) == sorted(
+        [f"A {i}" for i in range(per_writer)] + [f"B {i}" for i in range(per_writer)]
+    )
+    doctor = subprocess.run([MEMHUB, "--db", str(db), "doctor"], capture_output=True, text=True, timeout=30)
+    assert doctor.returncode == 0, doctor.stdout
+    assert "audit chain" in doctor.stdout and "ok" in doctor.stdout
