@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from mcp import Client
 
+from mcp import Client
 from memhub.cli.container import Container, build_container
 from memhub.core.settings import Settings
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
+from mcp import Client, ClientSession
 from tests.helpers import MEMHUB, counts, error, free_port, ok, wait_http
 
 pytestmark = pytest.mark.anyio
@@ -21,8 +21,24 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     db = home / "m.db"
     port = free_port()
     proc = subprocess.Popen(
-        [MEMHUB, "--db", str(db), "--user", "alice", "--project", "demo", "serve",
-         "--transport", "http,sse", "--host", "127.0.0.1", "--port", str(port), "--embedder", "none"],
+        [
+            MEMHUB,
+            "--db",
+            str(db),
+            "--user",
+            "alice",
+            "--project",
+            "demo",
+            "serve",
+            "--transport",
+            "http,sse",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--embedder",
+            "none",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -58,7 +74,9 @@ async def test_discussion_over_streamable_http(server: tuple[str, Path]) -> None
         assert (await ok(client, "search-topics", project_id=pid, keyword="設計"))["topics"]
         assert (await ok(client, "get-decided-topics", project_id=pid))["topics"][0]["id"] == topic
         before = counts(db)
-        assert (await error(client, "get-topics", {"project_id": pid, "limit": 99}))["code"] == "INVALID_PARAMETER"
+        assert (await error(client, "get-topics", {"project_id": pid, "limit": 99}))[
+            "code"
+        ] == "INVALID_PARAMETER"
         assert (await error(client, "add-log", {"topic_id": 10**6, "content": "x"}))["code"] == "NOT_FOUND"
         assert (await error(client, "add-topic", {"project_id": pid}))["code"] == "INVALID_PARAMETER"
         await ok(client, "search-decisions", project_id=pid, keyword='"* OR NEAR(')
@@ -81,6 +99,8 @@ async def test_discussion_over_sse(server: tuple[str, Path]) -> None:
 def test_refuses_remote_bind_without_auth(tmp_path: Path) -> None:
     out = subprocess.run(
         [MEMHUB, "--db", str(tmp_path / "x.db"), "serve", "--transport", "http", "--host", "0.0.0.0"],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert out.returncode == 2 and "loopback" in out.stderr

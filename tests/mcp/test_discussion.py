@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp import Client
 
+from mcp import Client
 from memhub.cli.container import Container
 from tests.helpers import FTS_TRICKS, counts, error, ok
 
@@ -78,8 +78,12 @@ async def test_topics_tree_and_decided_filters(client: Client) -> None:
         description="プランモードの使い方、タスク分解の粒度を決定する",
     )
     assert root["parent_topic_id"] is None
-    a = await ok(client, "add-topic", project_id=pid, title="プランモードの使い方", parent_topic_id=root["topic_id"])
-    b = await ok(client, "add-topic", project_id=pid, title="MCPツールの詳細設計", parent_topic_id=root["topic_id"])
+    a = await ok(
+        client, "add-topic", project_id=pid, title="プランモードの使い方", parent_topic_id=root["topic_id"]
+    )
+    b = await ok(
+        client, "add-topic", project_id=pid, title="MCPツールの詳細設計", parent_topic_id=root["topic_id"]
+    )
     c = await ok(client, "add-topic", project_id=pid, title="grandchild", parent_topic_id=a["topic_id"])
     assert a["description"] is None
 
@@ -126,7 +130,9 @@ async def test_logs_are_chronological_and_page_by_start_id(client: Client) -> No
     other = (await ok(client, "add-topic", project_id=pid, title="u"))["topic_id"]
     ids = []
     for i in range(35):
-        ids.append((await ok(client, "add-log", topic_id=topic, content=f"AI: 提案 {i}\nユーザー：同意"))["log_id"])
+        ids.append(
+            (await ok(client, "add-log", topic_id=topic, content=f"AI: 提案 {i}\nユーザー：同意"))["log_id"]
+        )
         if i == 3:
             await ok(client, "add-log", topic_id=other, content="elsewhere")
     first = await ok(client, "get-logs", topic_id=topic)
@@ -143,7 +149,13 @@ async def test_logs_are_chronological_and_page_by_start_id(client: Client) -> No
 async def test_decisions_and_search(client: Client) -> None:
     pid = await _project(client)
     topic = (
-        await ok(client, "add-topic", project_id=pid, title="開発フロー", description="Plan Mode usage and TODO分解")
+        await ok(
+            client,
+            "add-topic",
+            project_id=pid,
+            title="開発フロー",
+            description="Plan Mode usage and TODO分解",
+        )
     )["topic_id"]
     d1 = await ok(
         client,
@@ -152,7 +164,9 @@ async def test_decisions_and_search(client: Client) -> None:
         decision="設計議論フェーズではプランモード不要。",
         reason="設計議論では自由に発散→収束させたい。",
     )
-    d2 = await ok(client, "add-decision", topic_id=topic, decision="Use SQLite WAL", reason="Concurrent readers")
+    d2 = await ok(
+        client, "add-decision", topic_id=topic, decision="Use SQLite WAL", reason="Concurrent readers"
+    )
     listed = await ok(client, "get-decisions", topic_id=topic)
     assert [d["id"] for d in listed["decisions"]] == [d1["decision_id"], d2["decision_id"]]
     assert listed["decisions"][0]["reason"] == "設計議論では自由に発散→収束させたい。"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client
 
+from mcp import Client
 from tests.helpers import MEMHUB, SHARED, counts, error, ok, stdio_params
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +38,9 @@ async def test_discussion_flow_over_stdio(tmp_path: Path) -> None:
         before = counts(db)
         assert (await error(client, "add-log", {"topic_id": topic}))["code"] == "INVALID_PARAMETER"
         assert (await error(client, "get-logs", {"topic_id": 424242}))["code"] == "NOT_FOUND"
-        assert (await error(client, "add-topic", {"project_id": "x", "title": 1}))["code"] == "INVALID_PARAMETER"
+        assert (await error(client, "add-topic", {"project_id": "x", "title": 1}))[
+            "code"
+        ] == "INVALID_PARAMETER"
         search = await ok(client, "search-topics", project_id=pid, keyword='NEAR( "設計" OR *')
         assert search["topics"] == []
         assert counts(db) == before
@@ -110,9 +112,24 @@ def test_seed_conformance_discussion(tmp_path: Path) -> None:
     if not script.exists():
         pytest.skip("../shared is not beside the checkout")
     out = subprocess.run(
-        [sys.executable, str(script), "--toolsets", "discussion", "--", MEMHUB, "--db", str(tmp_path / "c.db"),
-         "serve", "--transport", "stdio", "--embedder", "none"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            str(script),
+            "--toolsets",
+            "discussion",
+            "--",
+            MEMHUB,
+            "--db",
+            str(tmp_path / "c.db"),
+            "serve",
+            "--transport",
+            "stdio",
+            "--embedder",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.stdout.strip().splitlines()[-1] == "13 passed, 0 failed", out.stdout + out.stderr
 

@@ -27,7 +27,9 @@ def verify_chain(events: Iterable[EventRow]) -> ChainReport:
         count += 1
         if event.prev_hash != prev:
             problems.append(f"event {event.id}: does not follow the previous event (chain broken)")
-        expected = event_hash(event.prev_hash, event.at, event.principal, event.tool, event.outcome, event.detail)
+        expected = event_hash(
+            event.prev_hash, event.at, event.principal, event.tool, event.outcome, event.detail
+        )
         if event.hash != expected:
             problems.append(f"event {event.id}: content does not match its hash (edited)")
         prev = event.hash

@@ -45,7 +45,18 @@ def _parser() -> argparse.ArgumentParser:
 def _settings(args: argparse.Namespace) -> Settings:
     overrides = {
         key: getattr(args, key, None)
-        for key in ("home", "db", "user", "project", "log_level", "transports", "toolsets", "host", "port", "embedder")
+        for key in (
+            "home",
+            "db",
+            "user",
+            "project",
+            "log_level",
+            "transports",
+            "toolsets",
+            "host",
+            "port",
+            "embedder",
+        )
     }
     for name in ("home", "db", "user", "project"):
         late = getattr(args, f"serve_{name}", None)
@@ -65,7 +76,11 @@ async def _serve(container: Container) -> None:
 
             app = build_http_app(server, settings.transports, lambda: {"db": str(settings.db_path)})
             config = uvicorn.Config(
-                app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), lifespan="on"
+                app,
+                host=settings.host,
+                port=settings.port,
+                log_level=settings.log_level.lower(),
+                lifespan="on",
             )
             tg.start_soon(uvicorn.Server(config).serve)
         if "stdio" in settings.transports:
@@ -95,9 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"memhub: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(
-        stream=sys.stderr, level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        stream=sys.stderr,
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if args.command == "serve" and settings.host not in LOOPBACK and {"http", "sse"} & set(settings.transports):
+    if (
+        args.command == "serve"
+        and settings.host not in LOOPBACK
+        and {"http", "sse"} & set(settings.transports)
+    ):
         print("memhub: HTTP without authentication binds to loopback only (127.0.0.1, ::1)", file=sys.stderr)
         return 2
     container = build_container(settings)

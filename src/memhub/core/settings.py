@@ -102,4 +102,6 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
         raise ValueError(f"transport must be a comma list of {', '.join(TRANSPORTS)}")
     user = settings.user or os.environ.get("USER") or getpass.getuser()
     project = settings.project or git_root_name(cwd)
-    return Settings(**{**{f.name: getattr(settings, f.name) for f in fields(Settings)}, "user": user, "project": project})
+    return Settings(
+        **{**{f.name: getattr(settings, f.name) for f in fields(Settings)}, "user": user, "project": project}
+    )

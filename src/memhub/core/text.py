@@ -29,13 +29,15 @@ _CJK_RANGES = (
 
 # Frequent English function words: dropped from OR-queries, where they only add noise.
 STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being
+    """
+    a about above after again against all am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further had
     has have having he her here hers herself him himself his how i if in into is it its itself just
     me more most my myself no nor not now of off on once only or other our ours ourselves out over
     own same she should so some such than that the their theirs them themselves then there these
     they this those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours yourself yourselves""".split()
+    whom why will with would you your yours yourself yourselves
+    """.split()  # noqa: SIM905
 )
 
 
@@ -61,10 +63,9 @@ def _runs(text: str) -> list[tuple[bool, str]]:
             kind = False
         else:
             kind = None
-        if kind is None or (current and kind != current_cjk):
-            if current:
-                runs.append((current_cjk, "".join(current)))
-                current = []
+        if current and (kind is None or kind != current_cjk):
+            runs.append((current_cjk, "".join(current)))
+            current = []
         if kind is not None:
             current.append(char)
             current_cjk = kind

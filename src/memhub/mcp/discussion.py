@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memhub.mcp.toolkit import ToolSpec, Toolset, transactional
+from memhub.mcp.toolkit import Toolset, ToolSpec, transactional
 from memhub.services.discussion import errors
 from memhub.services.discussion import models as m
 from memhub.services.discussion import service as s

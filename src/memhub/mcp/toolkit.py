@@ -84,7 +84,9 @@ def validation_message(exc: ValidationError) -> str:
 
 def _result(body: dict[str, Any], *, error: bool) -> CallToolResult:
     text = json.dumps(body, ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=body, is_error=error)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=body, is_error=error
+    )
 
 
 async def invoke(

@@ -22,7 +22,9 @@ URL_CHARS = 2_000
 
 
 def _limit(default: int, maximum: int) -> object:
-    return Field(default, ge=1, le=maximum, description=f"Maximum results (default {default}, max {maximum}).")
+    return Field(
+        default, ge=1, le=maximum, description=f"Maximum results (default {default}, max {maximum})."
+    )
 
 
 # -- inputs ---------------------------------------------------------------------------------
@@ -46,9 +48,9 @@ class GetProjectsInput(StrictInput):
 class AddTopicInput(StrictInput):
     project_id: Annotated[ItemId, Field(description="Project ID.")]
     title: Annotated[RequiredText, Field(max_length=TITLE_CHARS, description="Topic title.")]
-    description: Annotated[SafeText | None, Field(max_length=TEXT_CHARS, description="Topic description.")] = (
-        None
-    )
+    description: Annotated[
+        SafeText | None, Field(max_length=TEXT_CHARS, description="Topic description.")
+    ] = None
     parent_topic_id: Annotated[
         ItemId | None, Field(description="Parent topic ID (omit for a top-level topic).")
     ] = None
@@ -58,7 +60,9 @@ class AddLogInput(StrictInput):
     topic_id: Annotated[ItemId, Field(description="Topic the exchange belongs to.")]
     content: Annotated[
         RequiredText,
-        Field(max_length=CONTENT_CHARS, description="One exchange (markdown), e.g. 'AI: ...\\nユーザー: ...'."),
+        Field(
+            max_length=CONTENT_CHARS, description="One exchange (markdown), e.g. 'AI: ...\\nユーザー: ...'."
+        ),
     ]
 
 

@@ -86,7 +86,11 @@ def add_project(tx: Tx, actor: Principal, args: m.AddProjectInput) -> m.AddProje
     row = tx.insert_project(name, args.description, attrs, actor.id)
     p = _project(row)
     return m.AddProjectOutput(
-        project_id=p.id, name=p.name, description=p.description, asana_url=p.asana_url, created_at=p.created_at
+        project_id=p.id,
+        name=p.name,
+        description=p.description,
+        asana_url=p.asana_url,
+        created_at=p.created_at,
     )
 
 
@@ -173,9 +177,7 @@ def add_decision(tx: Tx, actor: Principal, args: m.AddDecisionInput) -> m.AddDec
 # -- reads ------------------------------------------------------------------------------------
 
 
-def _children(
-    tx: Tx, actor: Principal, args: m.TopicListInput, *, decided: bool | None
-) -> m.TopicsOutput:
+def _children(tx: Tx, actor: Principal, args: m.TopicListInput, *, decided: bool | None) -> m.TopicsOutput:
     project = project_for(tx, actor, args.project_id, write=False)
     if args.parent_topic_id is not None:
         _topic_in_project(tx, actor, project.id, args.parent_topic_id)

@@ -1,0 +1,85 @@
+"""CJK bigrams, normalisation and always-safe FTS queries."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from memhub.core.text import bigrams, fts_query, index_text, keyword_terms, normalize
+
+NASTY = [
+    '"',
+    "*",
+    "NEAR(",
+    "OR",
+    "AND",
+    "NOT",
+    "a OR b",
+    '"unterminated',
+    "col:x",
+    "^x",
+    "(",
+    ")",
+    "-",
+    "+",
+    "{a b}",
+    "\ud800",
+    "🙂",
+    "",
+    "   ",
+    "x" * 10_000,
+    "NEAR(a b, 2)",
+    "'; DROP TABLE x; --",
+]
+
+
+def test_bigrams() -> None:
+    assert bigrams("設計") == ["設計"]
+    assert bigrams("プランモード") == ["プラ", "ラン", "ンモ", "モー", "ード"]
+    assert bigrams("字") == ["字"]
+
+
+def test_index_text_cuts_cjk_runs_and_keeps_latin_words() -> None:
+    assert index_text("TODO分解の粒度", "Plan Mode") == "todo 分解 解の の粒 粒度 plan mode"
+
+
+def test_normalize_unifies_width_and_case() -> None:
+    assert normalize("ＳＱＬｉｔｅ ｶﾀｶﾅ") == "sqlite カタカナ"
+
+
+def test_keyword_terms() -> None:
+    assert keyword_terms("  Plan  MODE plan ") == ["plan", "mode"]
+    assert keyword_terms("   ") == []
+
+
+@pytest.mark.parametrize("query", NASTY)
+def test_fts_query_never_raises_in_sqlite(query: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute("INSERT INTO t(text) VALUES (?)", (index_text("設計 plan mode running"),))
+    for mode in ("any", "all"):
+        expr = fts_query(query, mode=mode)  # type: ignore[arg-type]
+        if expr is not None:
+            conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,)).fetchall()
+
+
+def test_fts_query_finds_stemmed_and_cjk_terms() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute(
+        "INSERT INTO t(rowid, text) VALUES (1, ?)", (index_text("設計議論フェーズではプランモード不要"),)
+    )
+    conn.execute("INSERT INTO t(rowid, text) VALUES (2, ?)", (index_text("The runners were running fast"),))
+    for query, expected in [
+        ("設計", [1]),
+        ("プランモード", [1]),
+        ("run", [2]),
+        ("the run", [2]),
+        ("設", [1]),
+    ]:
+        expr = fts_query(query)
+        assert expr is not None
+        assert [r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,))] == expected, query
+    assert fts_query("the of and") is not None  # all stopwords: kept rather than empty
+    assert fts_query("!!! ???") is None

@@ -1,0 +1,64 @@
+"""Imports point down only (DESIGN.md §2): a module may import its own layer or lower ones."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "memhub"
+
+# lower number = lower layer
+LAYERS = {
+    "core": 0,
+    "store": 1,
+    "search": 2,
+    "policy": 2,
+    "auth": 2,
+    "audit": 2,
+    "services": 3,
+    "mcp": 4,
+    "http": 4,
+    "cli": 5,  # the composition root may wire everything
+}
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) < 2 or parts[0] != "memhub":
+        return None
+    return parts[1] if parts[1] in LAYERS else None
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert packages <= set(LAYERS), packages - set(LAYERS)
+
+
+def test_imports_point_down() -> None:
+    violations = []
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        own = _layer(".".join(rel.parts))
+        if own is None:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            for name in names:
+                target = _layer(name)
+                if target is not None and LAYERS[target] > LAYERS[own]:
+                    violations.append(f"{rel}: {own} imports {name} ({target})")
+    assert not violations, "\n".join(violations)
+
+
+def test_modules_stay_small() -> None:
+    big = [
+        f"{p.relative_to(SRC)}: {n}"
+        for p in SRC.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 600
+    ]
+    assert not big, big
