@@ -1,0 +1,61 @@
+"""The docs are part of the product: their examples run, their tables are complete."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from memhub.cli.container import Container
+from memhub.core.settings import setting_docs
+
+pytestmark = pytest.mark.anyio
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+README = DOCS.parent / "README.md"
+
+
+def _examples(path: Path) -> list[dict[str, Any]]:
+    blocks = re.findall(r"```json\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+    return [parsed for block in blocks if "tool" in (parsed := json.loads(block))]
+
+
+def _contains(actual: Any, expected: Any) -> bool:
+    """`expected` is a sub-tree of `actual` (dict keys may be omitted; lists compare item-wise)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and _contains(actual[k], v) for k, v in expected.items())
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(_contains(a, e) for a, e in zip(actual, expected, strict=True))
+        )
+    return bool(actual == expected)
+
+
+@pytest.mark.parametrize("doc", ["discussion.md"])
+async def test_doc_examples_run(doc: str, container: Container) -> None:
+    examples = _examples(DOCS / doc)
+    assert examples, f"{doc} has no runnable examples"
+    async with Client(container.server) as client:
+        for example in examples:
+            result = await client.call_tool(example["tool"], example["arguments"])
+            body = result.structured_content
+            if "error" in example:
+                assert result.is_error and _contains(body, {"error": example["error"]}), (example, body)
+            else:
+                assert not result.is_error and _contains(body, example["result"]), (example, body)
+
+
+def test_every_setting_is_documented() -> None:
+    table = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    for name, (env, _help) in setting_docs().items():
+        assert f"| {name} | `{env}` |" in table, name
+
+
+def test_readme_quick_start() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert "make run" in text and "make test" in text
