@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
+from mcp import Client
 from memhub.cli.container import Container
 from memhub.core.settings import setting_docs
 
@@ -26,7 +26,9 @@ def _examples(path: Path) -> list[dict[str, Any]]:
 def _contains(actual: Any, expected: Any) -> bool:
     """`expected` is a sub-tree of `actual` (dict keys may be omitted; lists compare item-wise)."""
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and _contains(actual[k], v) for k, v in expected.items())
+        return isinstance(actual, dict) and all(
+            k in actual and _contains(actual[k], v) for k, v in expected.items()
+        )
     if isinstance(expected, list):
         return (
             isinstance(actual, list)

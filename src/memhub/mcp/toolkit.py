@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.core.models import Principal
+from memhub.mcp.schema import compact_schema
 from memhub.services.runtime import Call, Runtime
 
 log = logging.getLogger(__name__)
@@ -178,8 +179,10 @@ def _sdk_tool(
             open_world_hint=False,
         ),
     )
-    tool.parameters = spec.input_model.model_json_schema()
+    tool.parameters = compact_schema(spec.input_model.model_json_schema())
     tool.fn_metadata.arg_model = _RawArguments
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
     return tool
 
 

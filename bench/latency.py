@@ -1,0 +1,167 @@
+"""Latency of the discussion toolset through the real MCP client over stdio, at several sizes.
+
+    .venv/bin/python bench/latency.py --sizes 1000,10000
+
+For each size: seed a fresh database with that many log entries (plus topics and decisions,
+written in-process through the same service code), start `memhub serve --transport stdio`,
+then time round trips of add-log, add-decision, search-topics, search-decisions, get-logs
+and get-topic-tree. Prints p50/p95 in milliseconds and writes bench/results/latency.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp import Client, StdioServerParameters
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import SUBJECTS_EN, SUBJECTS_JA, texts
+from memhub.core.models import Principal
+from memhub.services.discussion import models as m
+from memhub.services.discussion import service as s
+from memhub.store.sqlite import SqliteStore
+
+MEMHUB = str(Path(sys.executable).with_name("memhub"))
+ACTOR = Principal(id="bench", default_project="bench")
+
+
+def seed(db: Path, n: int) -> tuple[int, list[int]]:
+    """n log entries spread over n/20 topics (a tree) and n/10 decisions, in batches of 1,000 rows."""
+    store = SqliteStore(db)
+    corpus = texts(n + n // 10)
+    with store.transaction(write=True) as tx:
+        pid = s.add_project(tx, ACTOR, m.AddProjectInput(name="bench")).project_id
+    topics: list[int] = []
+    rng = random.Random(3)
+    n_topics = max(5, n // 20)
+    for start in range(0, n_topics, 1000):
+        with store.transaction(write=True) as tx:
+            for i in range(start, min(n_topics, start + 1000)):
+                parent = rng.choice(topics[-50:]) if topics and rng.random() < 0.6 else None
+                title = f"{SUBJECTS_JA[i % len(SUBJECTS_JA)]} / {SUBJECTS_EN[i % len(SUBJECTS_EN)]} #{i}"
+                args = m.AddTopicInput(
+                    project_id=pid, title=title, description=corpus[i % len(corpus)], parent_topic_id=parent
+                )
+                topics.append(s.add_topic(tx, ACTOR, args).topic_id)
+    for start in range(0, n, 1000):
+        with store.transaction(write=True) as tx:
+            for i in range(start, min(n, start + 1000)):
+                s.add_log(tx, ACTOR, m.AddLogInput(topic_id=topics[i % len(topics)], content=corpus[i]))
+                if i % 10 == 0:
+                    s.add_decision(
+                        tx,
+                        ACTOR,
+                        m.AddDecisionInput(
+                            topic_id=topics[i % len(topics)], decision=corpus[n + i // 10], reason=corpus[i]
+                        ),
+                    )
+    store.close()
+    return pid, topics
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def measure(db: Path, pid: int, topics: list[int], queries: int) -> dict[str, dict[str, float]]:
+    params = StdioServerParameters(
+        command=MEMHUB,
+        args=[
+            "--db",
+            str(db),
+            "--user",
+            "bench",
+            "--project",
+            "bench",
+            "serve",
+            "--transport",
+            "stdio",
+            "--embedder",
+            "none",
+        ],
+    )
+    rng = random.Random(11)
+    keywords = [*SUBJECTS_JA, "sqlite", "retry", "plan mode", "設計", "レビュー", "no-such-word"]
+    ops: dict[str, Any] = {
+        "add-log": lambda: (
+            "add-log",
+            {"topic_id": rng.choice(topics), "content": texts(1, rng.randrange(10**6))[0]},
+        ),
+        "add-decision": lambda: (
+            "add-decision",
+            {"topic_id": rng.choice(topics), "decision": "採用する", "reason": "bench"},
+        ),
+        "search-topics": lambda: ("search-topics", {"project_id": pid, "keyword": rng.choice(keywords)}),
+        "search-decisions": lambda: (
+            "search-decisions",
+            {"project_id": pid, "keyword": rng.choice(keywords)},
+        ),
+        "get-logs": lambda: ("get-logs", {"topic_id": rng.choice(topics)}),
+        "get-topic-tree": lambda: (
+            "get-topic-tree",
+            {"project_id": pid, "topic_id": rng.choice(topics[:50])},
+        ),
+    }
+    results: dict[str, dict[str, float]] = {}
+    async with Client(params) as client:
+        for _ in range(20):  # warm up
+            await client.call_tool("get-projects", {})
+        for name, make in ops.items():
+            samples = []
+            for _ in range(queries):
+                tool, arguments = make()
+                started = time.perf_counter()
+                result = await client.call_tool(tool, arguments)
+                samples.append((time.perf_counter() - started) * 1000)
+                assert not result.is_error, result.content
+            results[name] = {
+                "p50_ms": round(pct(samples, 0.5), 2),
+                "p95_ms": round(pct(samples, 0.95), 2),
+                "mean_ms": round(statistics.fmean(samples), 2),
+            }
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "latency.json"))
+    args = parser.parse_args()
+    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "transport": "stdio", "sizes": {}}
+    for size in [int(x) for x in args.sizes.split(",")]:
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Path(tmp) / "bench.db"
+            started = time.perf_counter()
+            pid, topics = seed(db, size)
+            seeded = time.perf_counter() - started
+            results = anyio.run(measure, db, pid, topics, args.queries)
+        report["sizes"][size] = {"seed_s": round(seeded, 1), "ops": results}
+        print(
+            f"\n{size:,} log entries ({len(topics):,} topics), seeded in {seeded:.1f}s;"
+            f" {args.queries} calls each"
+        )
+        print(f"{'tool':<18}{'p50 ms':>9}{'p95 ms':>9}")
+        for name, r in results.items():
+            print(f"{name:<18}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    print(f"\nwritten {out}")
+
+
+if __name__ == "__main__":
+    main()
