@@ -27,6 +27,37 @@ class ProjectRow:
 
 
 @dataclass(frozen=True, slots=True)
+class PrincipalRow:
+    id: str
+    kind: str
+    role: str  # "admin" | "member"
+    current_session_id: str | None
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    principal: str
+    name: str | None
+    project_id: int | None
+    status: str  # "active" | "ended"
+    created_at: str
+    ended_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    id: int
+    src: int
+    dst: int
+    type: str
+    subtype: str | None
+    strength: float
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class MemberRow:
     project_id: int
     principal: str
@@ -56,6 +87,7 @@ class ItemRow:
     created_at: str
     updated_at: str
     expires_at: str | None
+    category: str | None = None
 
 
 @dataclass(slots=True)
@@ -75,6 +107,15 @@ class NewItem:
     content_hash: str | None = None
     importance: float = 0.5
     expires_at: str | None = None
+    category: str | None = None
+
+
+# Columns `Tx.update_item` may change; text columns re-index the item.
+UPDATABLE = frozenset(
+    {"title", "body", "tags", "attrs", "importance", "category", "scope", "project_id", "session_id",
+     "expires_at", "status", "quality", "content_hash"}
+)  # fmt: skip
+GROUPABLE = frozenset({"scope", "category", "kind", "project_id", "session_id", "owner"})
 
 
 Order = Literal["id_asc", "id_desc"]
@@ -92,6 +133,17 @@ class ItemQuery:
     contains: Sequence[str] = ()  # normalised substrings; every one must occur in title or body
     with_child_kind: str | None = None  # only items having a child of this kind (decided topics)
     without_child_kind: str | None = None  # only items having no child of this kind
+    scopes: Sequence[str] = ()
+    session_id: str | None = None
+    owner: str | None = None
+    ids: Sequence[int] = ()
+    project_ids: Sequence[int] = ()
+    tags_any: Sequence[str] = ()  # at least one of these tags
+    categories: Sequence[str] = ()
+    importance_min: float | None = None
+    importance_max: float | None = None
+    created_from: str | None = None  # inclusive ISO timestamps
+    created_to: str | None = None
     order: Order = "id_asc"
     limit: int = 30
 
@@ -129,9 +181,24 @@ class Tx(Protocol):
     def list_projects(self, principal: str, limit: int) -> list[ProjectRow]: ...
     def set_member(self, project_id: int, principal: str, role: ProjectRole) -> None: ...
     def member_role(self, project_id: int, principal: str) -> ProjectRole | None: ...
+    def update_project(self, project_id: int, name: str | None, description: str | None) -> ProjectRow: ...
+    def delete_project(self, project_id: int) -> None: ...
+    def list_members(self, project_id: int) -> list[MemberRow]: ...
+    def remove_member(self, project_id: int, principal: str) -> bool: ...
+    def list_memberships(
+        self, principal: str, roles: Sequence[ProjectRole], limit: int
+    ) -> list[tuple[ProjectRow, ProjectRole]]: ...
 
-    # principals
-    def ensure_principal(self, principal: str, kind: str = "user") -> None: ...
+    # principals and sessions
+    def ensure_principal(self, principal: str, kind: str = "user") -> PrincipalRow: ...
+    def get_principal(self, principal: str) -> PrincipalRow | None: ...
+    def set_current_session(self, principal: str, session_id: str | None) -> None: ...
+    def create_session(
+        self, session_id: str, principal: str, name: str | None, project_id: int | None
+    ) -> SessionRow: ...
+    def get_session(self, session_id: str) -> SessionRow | None: ...
+    def list_sessions(self, principal: str, limit: int) -> list[SessionRow]: ...
+    def end_session(self, session_id: str) -> SessionRow: ...
 
     # items
     def insert_item(self, item: NewItem) -> ItemRow: ...
@@ -146,7 +213,19 @@ class Tx(Protocol):
         self, viewer: Viewer, ids: Sequence[int], kinds: Sequence[str], project_id: int | None
     ) -> set[int]: ...
 
+    def update_item(self, item_id: int, changes: dict[str, Any]) -> ItemRow: ...
+    def delete_items(self, ids: Sequence[int]) -> int: ...
+    def touch_access(self, ids: Sequence[int]) -> None: ...
+    def count_items(self, viewer: Viewer, query: ItemQuery) -> int: ...
+    def group_counts(self, viewer: Viewer, query: ItemQuery, column: str) -> dict[str, int]: ...
+    def tag_counts(self, viewer: Viewer, query: ItemQuery, limit: int) -> dict[str, int]: ...
+
+    # links
+    def upsert_link(self, src: int, dst: int, type: str, subtype: str | None, strength: float) -> None: ...
+    def links_of(self, ids: Sequence[int], types: Sequence[str]) -> list[LinkRow]: ...
+
     # vectors
+    def get_vector(self, item_id: int, embedder: str) -> bytes | None: ...
     def missing_vectors(self, embedder: str, limit: int) -> list[tuple[int, str]]: ...
     def put_vector(self, item_id: int, embedder: str, vec: bytes, dim: int) -> None: ...
 

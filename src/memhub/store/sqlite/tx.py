@@ -8,14 +8,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from memhub.core.hashing import GENESIS_HASH, event_hash
-from memhub.core.models import ProjectRole, Viewer
+from memhub.core.models import Viewer
 from memhub.core.text import index_text, normalize
-from memhub.store.base import EventRow, ItemQuery, ItemRow, NewItem, ProjectRow
+from memhub.store.base import GROUPABLE, UPDATABLE, EventRow, ItemQuery, ItemRow, LinkRow, NewItem
+from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
 
 _ITEM_COLUMNS = (
     "kind, project_id, session_id, parent_id, owner, scope, boundary_class, status, title, body,"
-    " norm_text, tags, attrs, content_hash, importance, created_at, updated_at, expires_at"
+    " norm_text, tags, attrs, content_hash, importance, created_at, updated_at, expires_at, category"
 )
 
 
@@ -41,85 +42,21 @@ def item_from_row(row: sqlite3.Row) -> ItemRow:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         expires_at=row["expires_at"],
+        category=row["category"],
     )
 
 
-def project_from_row(row: sqlite3.Row) -> ProjectRow:
-    return ProjectRow(
-        id=row["id"],
-        name=row["name"],
-        description=row["description"],
-        attrs=json.loads(row["attrs"]),
-        owner=row["owner"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
-
-
-def _placeholders(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
-
-
-class SqliteTx:
+class SqliteTx(PeopleMixin):
     def __init__(self, conn: sqlite3.Connection, now: str) -> None:
         self.conn = conn
         self.now = now
-
-    # -- principals and projects ----------------------------------------------------------
-
-    def ensure_principal(self, principal: str, kind: str = "user") -> None:
-        self.conn.execute(
-            "INSERT OR IGNORE INTO principals(id, kind, created_at) VALUES (?, ?, ?)",
-            (principal, kind, self.now),
-        )
-
-    def insert_project(
-        self, name: str, description: str | None, attrs: dict[str, Any], owner: str
-    ) -> ProjectRow:
-        row = self.conn.execute(
-            "INSERT INTO projects(name, description, attrs, owner, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?) RETURNING *",
-            (name, description, json.dumps(attrs, ensure_ascii=False), owner, self.now, self.now),
-        ).fetchone()
-        self.set_member(row["id"], owner, ProjectRole.OWNER)
-        return project_from_row(row)
-
-    def get_project(self, project_id: int) -> ProjectRow | None:
-        row = self.conn.execute("SELECT * FROM projects WHERE id = ?", (project_id,)).fetchone()
-        return project_from_row(row) if row else None
-
-    def get_project_by_name(self, name: str) -> ProjectRow | None:
-        row = self.conn.execute("SELECT * FROM projects WHERE name = ?", (name,)).fetchone()
-        return project_from_row(row) if row else None
-
-    def list_projects(self, principal: str, limit: int) -> list[ProjectRow]:
-        rows = self.conn.execute(
-            "SELECT p.* FROM projects p JOIN project_members m ON m.project_id = p.id"
-            " WHERE m.principal = ? ORDER BY p.id DESC LIMIT ?",
-            (principal, limit),
-        ).fetchall()
-        return [project_from_row(r) for r in rows]
-
-    def set_member(self, project_id: int, principal: str, role: ProjectRole) -> None:
-        self.conn.execute(
-            "INSERT INTO project_members(project_id, principal, role, created_at) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT(project_id, principal) DO UPDATE SET role = excluded.role",
-            (project_id, principal, str(role), self.now),
-        )
-
-    def member_role(self, project_id: int, principal: str) -> ProjectRole | None:
-        row = self.conn.execute(
-            "SELECT role FROM project_members WHERE project_id = ? AND principal = ?",
-            (project_id, principal),
-        ).fetchone()
-        return ProjectRole(row[0]) if row else None
 
     # -- items ----------------------------------------------------------------------------
 
     def insert_item(self, item: NewItem) -> ItemRow:
         tags = list(item.tags)
         row = self.conn.execute(
-            f"INSERT INTO items({_ITEM_COLUMNS}) VALUES ({_placeholders(range(18))}) RETURNING *",
+            f"INSERT INTO items({_ITEM_COLUMNS}) VALUES ({placeholders(range(19))}) RETURNING *",
             (
                 item.kind,
                 item.project_id,
@@ -139,29 +76,86 @@ class SqliteTx:
                 self.now,
                 self.now,
                 item.expires_at,
+                item.category,
             ),
         ).fetchone()
+        self._index(row["id"], item.title, item.body, tags)
+        return item_from_row(row)
+
+    def _index(self, item_id: int, title: str | None, body: str, tags: Sequence[str]) -> None:
         self.conn.execute(
             "INSERT INTO items_fts(rowid, text) VALUES (?, ?)",
-            (row["id"], index_text(item.title, item.body, " ".join(tags))),
+            (item_id, index_text(title, body, " ".join(tags))),
         )
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO item_tags(item_id, tag) VALUES (?, ?)", [(item_id, t) for t in tags]
+        )
+
+    def update_item(self, item_id: int, changes: dict[str, Any]) -> ItemRow:
+        """Change columns of one item; new text is re-indexed and its stale vectors dropped."""
+        unknown = set(changes) - UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        values = dict(changes)
+        for key in ("tags", "attrs"):
+            if key in values:
+                values[key] = json.dumps(
+                    list(values[key]) if key == "tags" else values[key], ensure_ascii=False
+                )
+        text_changed = bool({"title", "body", "tags"} & set(changes))
+        assignments = ", ".join(f"{column} = ?" for column in values)
+        row = self.conn.execute(
+            f"UPDATE items SET {assignments}, updated_at = ? WHERE id = ? RETURNING *",
+            [*values.values(), self.now, item_id],
+        ).fetchone()
+        if text_changed:
+            updated = item_from_row(row)
+            row = self.conn.execute(
+                "UPDATE items SET norm_text = ? WHERE id = ? RETURNING *",
+                (normalize(f"{updated.title or ''}\n{updated.body}"), item_id),
+            ).fetchone()
+            self.conn.execute("DELETE FROM items_fts WHERE rowid = ?", (item_id,))
+            self.conn.execute("DELETE FROM item_tags WHERE item_id = ?", (item_id,))
+            self._index(item_id, updated.title, updated.body, updated.tags)
+            self.conn.execute(
+                "INSERT INTO vector_log(item_id, embedder, op) SELECT item_id, embedder, 'del' FROM vectors"
+                " WHERE item_id = ?",
+                (item_id,),
+            )
+            self.conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
         return item_from_row(row)
+
+    def delete_items(self, ids: Sequence[int]) -> int:
+        total = 0
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            total += self.conn.execute(
+                f"DELETE FROM items WHERE id IN ({placeholders(chunk)})", chunk
+            ).rowcount
+        return total
+
+    def touch_access(self, ids: Sequence[int]) -> None:
+        if ids:
+            self.conn.execute(
+                f"UPDATE items SET access_count = access_count + 1 WHERE id IN ({placeholders(ids)})",
+                list(ids),
+            )
 
     def get_item(self, viewer: Viewer, item_id: int, kinds: Sequence[str] = ()) -> ItemRow | None:
         cond, params = visible(viewer)
         sql = f"SELECT i.* FROM items i WHERE i.id = ? AND {cond}"
         args: list[Any] = [item_id, *params]
         if kinds:
-            sql += f" AND i.kind IN ({_placeholders(kinds)})"
+            sql += f" AND i.kind IN ({placeholders(kinds)})"
             args.extend(kinds)
         row = self.conn.execute(sql, args).fetchone()
         return item_from_row(row) if row else None
 
-    def query_items(self, viewer: Viewer, query: ItemQuery) -> list[ItemRow]:
+    def _where(self, viewer: Viewer, query: ItemQuery) -> tuple[str, list[Any]]:
         cond, args = visible(viewer)
         where = [cond]
         if query.kinds:
-            where.append(f"i.kind IN ({_placeholders(query.kinds)})")
+            where.append(f"i.kind IN ({placeholders(query.kinds)})")
             args.extend(query.kinds)
         if query.project_id is not None:
             where.append("i.project_id = ?")
@@ -183,10 +177,86 @@ class SqliteTx:
         if query.without_child_kind:
             where.append("NOT EXISTS (SELECT 1 FROM items c WHERE c.parent_id = i.id AND c.kind = ?)")
             args.append(query.without_child_kind)
+        for column, values in (
+            ("scope", query.scopes),
+            ("category", query.categories),
+            ("project_id", query.project_ids),
+            ("id", query.ids),
+        ):
+            if values:
+                where.append(f"i.{column} IN ({placeholders(values)})")
+                args.extend(values)
+        for column, op, value in (
+            ("session_id", "=", query.session_id),
+            ("owner", "=", query.owner),
+            ("importance", ">=", query.importance_min),
+            ("importance", "<=", query.importance_max),
+            ("created_at", ">=", query.created_from),
+            ("created_at", "<=", query.created_to),
+        ):
+            if value is not None:
+                where.append(f"i.{column} {op} ?")
+                args.append(value)
+        if query.tags_any:
+            where.append(
+                f"i.id IN (SELECT item_id FROM item_tags WHERE tag IN ({placeholders(query.tags_any)}))"
+            )
+            args.extend(query.tags_any)
+        return " AND ".join(where), args
+
+    def query_items(self, viewer: Viewer, query: ItemQuery) -> list[ItemRow]:
+        where, args = self._where(viewer, query)
         order = "i.id ASC" if query.order == "id_asc" else "i.id DESC"
-        sql = f"SELECT i.* FROM items i WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
-        args.append(query.limit)
-        return [item_from_row(r) for r in self.conn.execute(sql, args)]
+        sql = f"SELECT i.* FROM items i WHERE {where} ORDER BY {order} LIMIT ?"
+        return [item_from_row(r) for r in self.conn.execute(sql, [*args, query.limit])]
+
+    def count_items(self, viewer: Viewer, query: ItemQuery) -> int:
+        where, args = self._where(viewer, query)
+        return int(self.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", args).fetchone()[0])
+
+    def group_counts(self, viewer: Viewer, query: ItemQuery, column: str) -> dict[str, int]:
+        if column not in GROUPABLE:
+            raise ValueError(f"cannot group by {column}")
+        where, args = self._where(viewer, query)
+        rows = self.conn.execute(
+            f"SELECT i.{column}, count(*) FROM items i WHERE {where} GROUP BY i.{column} ORDER BY 2 DESC",
+            args,
+        ).fetchall()
+        return {str(r[0]) if r[0] is not None else "": int(r[1]) for r in rows}
+
+    def tag_counts(self, viewer: Viewer, query: ItemQuery, limit: int) -> dict[str, int]:
+        where, args = self._where(viewer, query)
+        rows = self.conn.execute(
+            f"SELECT t.tag, count(*) FROM item_tags t JOIN items i ON i.id = t.item_id WHERE {where}"
+            " GROUP BY t.tag ORDER BY 2 DESC, 1 LIMIT ?",
+            [*args, limit],
+        ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    # -- links ----------------------------------------------------------------------------
+
+    def upsert_link(self, src: int, dst: int, type: str, subtype: str | None, strength: float) -> None:
+        """One edge per (src, dst, type, subtype); a repeated edge keeps the stronger strength."""
+        self.conn.execute(
+            "INSERT INTO links(src, dst, type, subtype, strength, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(src, dst, type, subtype) DO UPDATE SET strength = max(strength, excluded.strength)",
+            (src, dst, type, subtype, strength, self.now),
+        )
+
+    def links_of(self, ids: Sequence[int], types: Sequence[str]) -> list[LinkRow]:
+        """Edges touching any of `ids` (either direction), of the given types (all when empty)."""
+        if not ids:
+            return []
+        sql = f"SELECT * FROM links WHERE (src IN ({placeholders(ids)}) OR dst IN ({placeholders(ids)}))"
+        args: list[Any] = [*ids, *ids]
+        if types:
+            sql += f" AND type IN ({placeholders(types)})"
+            args.extend(types)
+        rows = self.conn.execute(sql + " ORDER BY strength DESC, id", args).fetchall()
+        return [
+            LinkRow(r["id"], r["src"], r["dst"], r["type"], r["subtype"], r["strength"], r["created_at"])
+            for r in rows
+        ]
 
     def subtree(self, viewer: Viewer, root_id: int, kind: str, limit: int) -> list[ItemRow]:
         """`root_id` and its descendants of `kind`, breadth first, at most `limit` items."""
@@ -211,7 +281,7 @@ class SqliteTx:
         where = ["items_fts MATCH ?", cond]
         args = [match, *args]
         if kinds:
-            where.append(f"i.kind IN ({_placeholders(kinds)})")
+            where.append(f"i.kind IN ({placeholders(kinds)})")
             args.extend(kinds)
         if project_id is not None:
             where.append("i.project_id = ?")
@@ -230,10 +300,10 @@ class SqliteTx:
         if not ids:
             return set()
         cond, params = visible(viewer)
-        sql = f"SELECT i.id FROM items i WHERE i.id IN ({_placeholders(ids)}) AND {cond}"
+        sql = f"SELECT i.id FROM items i WHERE i.id IN ({placeholders(ids)}) AND {cond}"
         args: list[Any] = [*ids, *params]
         if kinds:
-            sql += f" AND i.kind IN ({_placeholders(kinds)})"
+            sql += f" AND i.kind IN ({placeholders(kinds)})"
             args.extend(kinds)
         if project_id is not None:
             sql += " AND i.project_id = ?"
@@ -241,6 +311,12 @@ class SqliteTx:
         return {r[0] for r in self.conn.execute(sql, args)}
 
     # -- vectors --------------------------------------------------------------------------
+
+    def get_vector(self, item_id: int, embedder: str) -> bytes | None:
+        row = self.conn.execute(
+            "SELECT vec FROM vectors WHERE item_id = ? AND embedder = ?", (item_id, embedder)
+        ).fetchone()
+        return bytes(row[0]) if row else None
 
     def missing_vectors(self, embedder: str, limit: int) -> list[tuple[int, str]]:
         """(item id, text to embed) for items that have no vector from `embedder` yet, oldest first."""

@@ -1,0 +1,15 @@
+-- memhub schema v2: what associative memory (seed 003) filters and walks on.
+
+ALTER TABLE items ADD COLUMN category TEXT;
+CREATE INDEX items_category ON items(category) WHERE category IS NOT NULL;
+CREATE INDEX items_kind_id ON items(kind, id);
+CREATE INDEX links_src ON links(src, type);
+
+-- Tags as rows, so tag search is an index lookup rather than a JSON scan.
+CREATE TABLE item_tags (
+    item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    tag     TEXT NOT NULL,
+    PRIMARY KEY (tag, item_id)
+) WITHOUT ROWID;
+CREATE INDEX item_tags_item ON item_tags(item_id);
+INSERT INTO item_tags(item_id, tag) SELECT i.id, j.value FROM items i, json_each(i.tags) j;
