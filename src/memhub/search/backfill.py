@@ -1,0 +1,195 @@
+"""Gives vectors to items that have none for the current embedder.
+
+That covers items written before the model loaded, items written by another process, and
+every item after a switch of model (so this is also the "reindex"). Items are read in
+prefetched runs (`missing_vectors` scans the item table, so it is called rarely), embedded
+in batches off the event loop, and stored one write transaction per batch.
+
+`run_forever` follows new items without rescanning the table on every poll: it scans when
+`notify()` says this process wrote items (call it after inserts and text edits), when another
+process has committed (the store's `data_version`), and every `rescan_seconds` regardless.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from typing import Protocol, runtime_checkable
+
+import anyio
+import numpy as np
+
+from memhub.core.errors import ErrorKind, MemhubError, invalid
+from memhub.search.embedders.base import EmbedderUnavailable
+from memhub.search.embedding import EmbeddingService
+from memhub.search.vectors import VectorIndex
+from memhub.store.base import Store
+
+log = logging.getLogger(__name__)
+
+# What a model may raise on one bad input (the C engine via ctypes, numpy shape checks).
+_MODEL_ERRORS = (ValueError, RuntimeError, OSError)
+
+
+@runtime_checkable
+class _Versioned(Protocol):
+    def data_version(self) -> int: ...
+
+
+class VectorBackfill:
+    def __init__(
+        self,
+        store: Store,
+        embedding: EmbeddingService,
+        vectors: VectorIndex | None = None,
+        *,
+        prefetch: int = 1024,
+    ) -> None:
+        if prefetch < 1:
+            raise ValueError("prefetch must be at least 1")
+        self.store = store
+        self.embedding = embedding
+        self.vectors = vectors
+        self.prefetch = prefetch
+        self.embedded = 0  # items embedded since start (a metric)
+        self.scans = 0  # missing_vectors calls (a metric)
+        self.failed = 0  # texts the model failed on (a metric)
+        self._queue: deque[tuple[int, str]] = deque()
+        self._more = False
+        self._notified = False
+        self._wake: anyio.Event | None = None
+
+    @property
+    def backlog(self) -> int:
+        """Items fetched and waiting to be embedded (a lower bound of the real backlog)."""
+        return len(self._queue)
+
+    def notify(self) -> None:
+        """Items were written by this process: have `run_forever` look now. Call from the event loop."""
+        self._notified = True
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run_once(self, batch: int = 32) -> int:
+        """Embed and store up to `batch` items lacking a vector; returns how many were stored."""
+        if batch < 1:
+            raise invalid("batch must be at least 1", batch=batch)
+        if not self._queue:
+            limit = max(batch, self.prefetch)
+            self._queue.extend(await anyio.to_thread.run_sync(self._missing, limit))
+            self._more = len(self._queue) >= limit  # a full fetch: the table may hold more
+        rows = [self._queue.popleft() for _ in range(min(batch, len(self._queue)))]
+        if not rows:
+            return 0
+        try:
+            blobs = await self._embed(rows)
+        except BaseException:
+            self._queue.extendleft(reversed(rows))  # not lost: retried by the next round
+            raise
+        if not blobs:
+            return 0
+        stored = await anyio.to_thread.run_sync(self._store_vectors, blobs)
+        if self.vectors is not None:
+            await anyio.to_thread.run_sync(self.vectors.refresh)
+        self.embedded += stored
+        return stored
+
+    async def _embed(self, rows: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
+        """(item id, vector bytes) for `rows`; a text the model fails on is skipped (and logged),
+        so one bad item cannot stall the rest. It is retried by the next scan."""
+        try:
+            matrix = await self.embedding.embed_passages([text for _, text in rows])
+        except _MODEL_ERRORS as exc:
+            if len(rows) == 1:
+                self.failed += 1
+                log.warning("item %d could not be embedded by %s: %r", rows[0][0], self.embedding.id, exc)
+                return []
+            blobs: list[tuple[int, bytes]] = []
+            for row in rows:
+                blobs.extend(await self._embed([row]))
+            return blobs
+        return [
+            (item_id, np.asarray(vec, dtype="<f4").tobytes())
+            for (item_id, _), vec in zip(rows, matrix, strict=True)
+        ]
+
+    def _missing(self, limit: int) -> list[tuple[int, str]]:
+        self.scans += 1
+        with self.store.transaction(write=False) as tx:
+            return tx.missing_vectors(self.embedding.id, limit)
+
+    def _store_vectors(self, blobs: list[tuple[int, bytes]]) -> int:
+        embedder_id, dim = self.embedding.id, self.embedding.dim
+        try:
+            with self.store.transaction(write=True) as tx:
+                for item_id, blob in blobs:
+                    tx.put_vector(item_id, embedder_id, blob, dim)
+            return len(blobs)
+        except MemhubError as exc:
+            if exc.kind is not ErrorKind.STORAGE or len(blobs) == 1:
+                raise
+        # Probably an item was deleted while we embedded it: store the others one by one.
+        stored = 0
+        for item_id, blob in blobs:
+            try:
+                with self.store.transaction(write=True) as tx:
+                    tx.put_vector(item_id, embedder_id, blob, dim)
+                stored += 1
+            except MemhubError as exc:
+                log.info("vector for item %d not stored: %s", item_id, exc.message)
+        return stored
+
+    def _data_version(self) -> int | None:
+        return self.store.data_version() if isinstance(self.store, _Versioned) else None
+
+    async def run_forever(
+        self,
+        poll_seconds: float = 0.5,
+        *,
+        max_poll_seconds: float = 10.0,
+        rescan_seconds: float = 10.0,
+        batch: int = 32,
+    ) -> None:
+        """Backfill until cancelled; returns if the embedder cannot be loaded.
+
+        With work waiting it goes on at once; idle, it sleeps `poll_seconds`, doubling up to
+        `max_poll_seconds` (`notify()` cuts a sleep short). A write signal (notify, another
+        process's commit) also drops the prefetched rows, so edited texts are read afresh.
+        """
+        try:
+            await self.embedding.load()
+        except EmbedderUnavailable as exc:
+            log.warning("vector backfill not started: %s", exc.message)
+            return
+        idle = poll_seconds
+        last_scan = -math.inf
+        last_version: int | None = None
+        while True:
+            self._wake = anyio.Event()
+            version = await anyio.to_thread.run_sync(self._data_version)
+            changed = self._notified or (version is not None and version != last_version)
+            if changed or anyio.current_time() - last_scan >= rescan_seconds:
+                self._queue.clear()
+                self._notified = False
+                last_version, last_scan = version, anyio.current_time()
+                rescan = True
+            else:
+                rescan = False
+            done = 0
+            if rescan or self._queue or self._more:
+                try:
+                    done = await self.run_once(batch)
+                except EmbedderUnavailable as exc:
+                    log.warning("vector backfill stopped: %s", exc.message)
+                    return
+                except MemhubError as exc:
+                    log.warning("vector backfill failed (%s): %s; retrying", exc.kind, exc.message)
+            if done and (self._queue or self._more):
+                idle = poll_seconds
+                await anyio.sleep(0)  # more work is waiting: let others run, then go on at once
+                continue
+            wait = poll_seconds if done else idle
+            idle = poll_seconds if done else min(max_poll_seconds, idle * 2)
+            with anyio.move_on_after(wait):
+                await self._wake.wait()

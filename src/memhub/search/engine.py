@@ -1,0 +1,183 @@
+"""Hybrid search (BM25 text + vector cosine, fused) and the vector backfill.
+
+`SearchEngine.search` runs the text side (FTS5 through the store's visibility filter) and,
+when the model is ready, the vector side (query embedding, then the in-process index with
+candidates filtered by the same visibility rule), and fuses them. It never waits for a
+model to load: until `EmbeddingService.ready`, results come from text alone. Database and
+numpy work run on worker threads, never on the event loop.
+
+`VectorBackfill` (re-exported from `memhub.search.backfill`) gives items their vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from functools import partial
+
+import anyio
+
+from memhub.core.errors import invalid
+from memhub.core.models import Viewer
+from memhub.core.text import fts_query
+from memhub.search.backfill import VectorBackfill
+from memhub.search.embedders.base import EmbedderUnavailable, Matrix
+from memhub.search.embedding import EmbeddingService
+from memhub.search.fusion import FUSION_METHODS, FusedHit, FusionMethod, fuse_hits
+from memhub.search.vectors import VectorIndex
+from memhub.store.base import Store
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SearchEngine", "VectorBackfill"]
+
+MAX_K = 1000  # per-side and final result caps
+MAX_QUERY_EMBED_CHARS = 2000  # a pasted document as a query: its head carries the meaning
+VISIBLE_IDS_CHUNK = 500  # ids per visibility query (SQLite bounds the number of parameters)
+
+
+class SearchEngine:
+    """Hybrid search over one store. `vector_timeout`: how long a search waits for its query
+    embedding (queued behind indexing work, say) before answering from text alone."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedding: EmbeddingService | None,
+        vectors: VectorIndex | None,
+        *,
+        vector_timeout: float = 1.0,
+    ) -> None:
+        if embedding is not None and vectors is not None and embedding.id != vectors.embedder_id:
+            raise ValueError(f"index holds {vectors.embedder_id} vectors but the embedder is {embedding.id}")
+        self.store = store
+        self.embedding = embedding
+        self.vectors = vectors
+        self.vector_timeout = vector_timeout
+        self.vector_timeouts = 0  # searches answered from text alone because embedding was slow (a metric)
+
+    @property
+    def vector_ready(self) -> bool:
+        return self.embedding is not None and self.vectors is not None and self.embedding.ready
+
+    async def warm(self) -> None:
+        """Load the vector index now (the first refresh reads every vector) instead of on first search."""
+        if self.vectors is not None:
+            await anyio.to_thread.run_sync(self.vectors.refresh)
+
+    async def search(
+        self,
+        viewer: Viewer,
+        query: str,
+        *,
+        kinds: Sequence[str] = (),
+        project_id: int | None = None,
+        k_txt: int = 50,
+        k_vec: int = 50,
+        k_final: int = 10,
+        alpha: float = 0.5,
+        method: FusionMethod = "linear",
+    ) -> list[FusedHit]:
+        """The best `k_final` items visible to `viewer`, best first."""
+        for name, value in (("k_txt", k_txt), ("k_vec", k_vec), ("k_final", k_final)):
+            if not 0 <= value <= MAX_K:
+                raise invalid(f"{name} must be between 0 and {MAX_K}", **{name: value})
+        if method not in FUSION_METHODS:
+            raise invalid(f"unknown fusion method {method!r}; expected one of: {', '.join(FUSION_METHODS)}")
+        if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
+            raise invalid("alpha must be between 0 and 1", alpha=alpha)
+        if not query.strip() or k_final == 0:
+            return []
+        kinds = tuple(kinds)
+        text_hits: list[tuple[int, float]] = []
+        vector_hits: list[tuple[int, float]] = []
+
+        embedding, vectors = self.embedding, self.vectors
+        linear = method == "linear"
+
+        async def text_side() -> None:
+            nonlocal text_hits
+            text_hits = await self._text_hits(viewer, query, kinds, project_id, k_txt)
+
+        async def vector_side(embedding: EmbeddingService, vectors: VectorIndex) -> None:
+            nonlocal vector_hits
+            vector_hits = await self._vector_hits(embedding, vectors, viewer, query, kinds, project_id, k_vec)
+
+        async with anyio.create_task_group() as group:
+            if k_txt > 0 and not (linear and alpha == 1.0):
+                group.start_soon(text_side)
+            wants_vectors = k_vec > 0 and not (linear and alpha == 0.0)
+            # `is not None`, not truthiness: an empty VectorIndex is falsy
+            if wants_vectors and embedding is not None and vectors is not None and embedding.ready:
+                group.start_soon(vector_side, embedding, vectors)
+        return fuse_hits(text_hits, vector_hits, method=method, alpha=alpha, k_final=k_final)
+
+    async def _text_hits(
+        self, viewer: Viewer, query: str, kinds: tuple[str, ...], project_id: int | None, limit: int
+    ) -> list[tuple[int, float]]:
+        match = fts_query(query, mode="any")
+        if match is None:
+            return []
+
+        def run() -> list[tuple[int, float]]:
+            with self.store.transaction(write=False) as tx:
+                return tx.text_search(viewer, match, kinds, project_id, limit)
+
+        return await anyio.to_thread.run_sync(run)
+
+    async def _vector_hits(
+        self,
+        embedding: EmbeddingService,
+        vectors: VectorIndex,
+        viewer: Viewer,
+        query: str,
+        kinds: tuple[str, ...],
+        project_id: int | None,
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        query_vec: Matrix | None = None
+        try:
+            with anyio.move_on_after(self.vector_timeout):
+                query_vec = await embedding.embed_query(query[:MAX_QUERY_EMBED_CHARS])
+        except EmbedderUnavailable as exc:
+            log.warning("vector search skipped: %s", exc.message)
+            return []
+        if query_vec is None:
+            self.vector_timeouts += 1
+            log.info("vector search skipped: no query embedding within %.1f s", self.vector_timeout)
+            return []
+        return await anyio.to_thread.run_sync(
+            partial(self._search_index, vectors, query_vec, viewer, kinds, project_id, limit)
+        )
+
+    async def nearest(
+        self, viewer: Viewer, query_vec: Matrix, *, k: int, kinds: Sequence[str] = (), project_id: int | None = None
+    ) -> list[tuple[int, float]]:
+        """The `k` visible items whose vectors are closest to `query_vec`: (item id, cosine), best first."""
+        if self.vectors is None or k <= 0:
+            return []
+        return await anyio.to_thread.run_sync(
+            partial(self._search_index, self.vectors, query_vec, viewer, tuple(kinds), project_id, k)
+        )
+
+    def _search_index(
+        self,
+        index: VectorIndex,
+        query_vec: Matrix,
+        viewer: Viewer,
+        kinds: tuple[str, ...],
+        project_id: int | None,
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        index.refresh()
+
+        def allowed(ids: list[int]) -> set[int]:
+            visible: set[int] = set()
+            with self.store.transaction(write=False) as tx:
+                for start in range(0, len(ids), VISIBLE_IDS_CHUNK):
+                    chunk = ids[start : start + VISIBLE_IDS_CHUNK]
+                    visible |= tx.visible_ids(viewer, chunk, kinds, project_id)
+            return visible
+
+        return index.search(query_vec, limit, allowed)

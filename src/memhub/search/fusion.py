@@ -1,0 +1,140 @@
+"""Fusing the text (BM25) and vector (cosine) hit lists into one ranking. Pure functions.
+
+`fuse` is a convex combination of min-max normalised scores; `reciprocal_rank_fusion`
+uses ranks only. Both break ties by item id, so results are deterministic. Which method
+and which `alpha` serve best is decided by the benchmarks; both are parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from memhub.core.errors import invalid
+
+FusionMethod = Literal["linear", "rrf"]
+FUSION_METHODS: tuple[FusionMethod, ...] = ("linear", "rrf")
+
+Hits = Sequence[tuple[int, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class FusedHit:
+    """One result. `text_score` / `vector_score` are the raw BM25 relevance / cosine, or None
+    when that side did not retrieve the item; `combined` is what the ranking sorts by."""
+
+    item_id: int
+    combined: float
+    text_score: float | None
+    vector_score: float | None
+
+
+def normalize_scores(scores: Sequence[float]) -> list[float]:
+    """Min-max to [0, 1]. A single score, or all-equal scores, map to 1.0.
+
+    Non-finite scores never stretch the range: +inf maps to 1.0, -inf and NaN to 0.0.
+    """
+    finite = [s for s in scores if math.isfinite(s)]
+    low, high = (min(finite), max(finite)) if finite else (0.0, 0.0)
+    out: list[float] = []
+    for score in scores:
+        if math.isnan(score) or score == -math.inf:
+            out.append(0.0)
+        elif score == math.inf or high <= low:
+            out.append(1.0)
+        else:
+            out.append((score - low) / (high - low))
+    return out
+
+
+def _best(hits: Iterable[tuple[int, float]]) -> dict[int, float]:
+    """Item -> its best score (a list may name an item twice)."""
+    best: dict[int, float] = {}
+    for item_id, score in hits:
+        value = float(score)
+        if math.isnan(value):
+            value = -math.inf  # sorts last, normalises to 0
+        if item_id not in best or value > best[item_id]:
+            best[item_id] = value
+    return best
+
+
+def _ranked(hits: dict[int, float]) -> list[int]:
+    return sorted(hits, key=lambda item_id: (-hits[item_id], item_id))
+
+
+def _check_k(k_final: int) -> None:
+    if k_final < 0:
+        raise invalid("k_final must not be negative", k_final=k_final)
+
+
+def fuse(text_hits: Hits, vector_hits: Hits, *, alpha: float, k_final: int) -> list[FusedHit]:
+    """`combined = alpha * vector_norm + (1 - alpha) * text_norm`, a missing side counting 0.
+
+    alpha = 0 is text only and alpha = 1 vector only (the other side's hits are dropped).
+    When one side found nothing at all (e.g. the model is still loading), the other side
+    carries the whole weight, so scores stay comparable. Sorted by combined desc, then id.
+    """
+    _check_k(k_final)
+    if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
+        raise invalid("alpha must be between 0 and 1", alpha=alpha)
+    text = _best(text_hits) if alpha < 1.0 else {}
+    vector = _best(vector_hits) if alpha > 0.0 else {}
+    if not text:
+        alpha = 1.0
+    elif not vector:
+        alpha = 0.0
+    text_norm = dict(zip(text, normalize_scores(list(text.values())), strict=True))
+    vector_norm = dict(zip(vector, normalize_scores(list(vector.values())), strict=True))
+    fused = [
+        FusedHit(
+            item_id=item_id,
+            combined=alpha * vector_norm.get(item_id, 0.0) + (1.0 - alpha) * text_norm.get(item_id, 0.0),
+            text_score=text.get(item_id),
+            vector_score=vector.get(item_id),
+        )
+        for item_id in text.keys() | vector.keys()
+    ]
+    fused.sort(key=lambda hit: (-hit.combined, hit.item_id))
+    return fused[:k_final]
+
+
+def reciprocal_rank_fusion(
+    text_hits: Hits, vector_hits: Hits, *, k: int = 60, k_final: int
+) -> list[FusedHit]:
+    """RRF: `combined = sum over sides of 1 / (k + rank)`, ranks from 1 (each side ranked by
+    its own score desc, then id). Scores' scales never matter. Sorted by combined desc, then id."""
+    _check_k(k_final)
+    if k < 0:
+        raise invalid("the RRF constant k must not be negative", k=k)
+    text = _best(text_hits)
+    vector = _best(vector_hits)
+    combined: dict[int, float] = {}
+    for side in (text, vector):
+        for rank, item_id in enumerate(_ranked(side), start=1):
+            combined[item_id] = combined.get(item_id, 0.0) + 1.0 / (k + rank)
+    fused = [
+        FusedHit(item_id, score, text.get(item_id), vector.get(item_id))
+        for item_id, score in combined.items()
+    ]
+    fused.sort(key=lambda hit: (-hit.combined, hit.item_id))
+    return fused[:k_final]
+
+
+def fuse_hits(
+    text_hits: Hits,
+    vector_hits: Hits,
+    *,
+    method: FusionMethod = "linear",
+    alpha: float = 0.5,
+    k_final: int = 10,
+    rrf_k: int = 60,
+) -> list[FusedHit]:
+    """Dispatch on `method` ("linear": `fuse` with `alpha`; "rrf": `reciprocal_rank_fusion`)."""
+    if method == "linear":
+        return fuse(text_hits, vector_hits, alpha=alpha, k_final=k_final)
+    if method == "rrf":
+        return reciprocal_rank_fusion(text_hits, vector_hits, k=rrf_k, k_final=k_final)
+    raise invalid(f"unknown fusion method {method!r}; expected one of: {', '.join(FUSION_METHODS)}")

@@ -1,0 +1,189 @@
+"""EmbeddingService: background loading, one inference at a time, queries ahead of passages."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import anyio
+import numpy as np
+import pytest
+
+from memhub.search.embedders import EmbedderUnavailable, HashingEmbedder
+from memhub.search.embedders.base import Matrix
+from memhub.search.embedding import EmbeddingService
+
+
+class SlowEmbedder:
+    """HashingEmbedder with a slow load and slow, recorded inferences."""
+
+    def __init__(self, *, load_seconds: float = 0.0, call_seconds: float = 0.0, fail: bool = False) -> None:
+        self.inner = HashingEmbedder(dim=32)
+        self.load_seconds = load_seconds
+        self.call_seconds = call_seconds
+        self.fail = fail
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.active = 0
+        self.max_active = 0
+        self.threads: set[int] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return "slow/32"
+
+    @property
+    def dim(self) -> int:
+        return 32
+
+    def load(self) -> None:
+        time.sleep(self.load_seconds)
+        if self.fail:
+            raise EmbedderUnavailable("the slow embedder is broken", extra="slow")
+
+    def _call(self, kind: str, texts: Sequence[str]) -> Matrix:
+        with self._lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+            self.threads.add(threading.get_ident())
+        try:
+            time.sleep(self.call_seconds)
+            self.calls.append((kind, tuple(texts)))
+            return self.inner.embed_passages(texts)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        return self._call("passage", texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self._call("query", texts)
+
+
+@pytest.mark.anyio
+async def test_embeds_in_chunks_with_the_wrapped_embedder() -> None:
+    embedder = HashingEmbedder()
+    service = EmbeddingService(embedder, chunk_size=2)
+    assert (service.id, service.dim, service.ready) == ("hash-v1/256", 256, False)
+    texts = [f"text number {i}" for i in range(5)]
+    matrix = await service.embed_passages(texts)
+    assert service.ready
+    assert np.array_equal(matrix, embedder.embed_passages(texts))
+    query = await service.embed_query("text number 3")
+    assert query.shape == (256,) and query.dtype == np.float32
+    assert (await service.embed_passages([])).shape == (0, 256)
+    assert service.queue_depth == 0
+
+
+@pytest.mark.anyio
+async def test_background_load_does_not_block() -> None:
+    service = EmbeddingService(SlowEmbedder(load_seconds=0.5))
+    started = time.perf_counter()
+    service.start_loading()
+    service.start_loading()  # idempotent
+    assert time.perf_counter() - started < 0.1
+    assert not service.ready
+    with anyio.fail_after(5):
+        while not service.ready:
+            await anyio.sleep(0.02)
+    assert service.load_seconds is not None and service.load_seconds >= 0.5
+    assert service.error is None
+
+
+@pytest.mark.anyio
+async def test_failed_load_is_reported() -> None:
+    service = EmbeddingService(SlowEmbedder(fail=True))
+    service.start_loading()
+    with anyio.fail_after(5):
+        while service.error is None:
+            await anyio.sleep(0.01)
+    assert not service.ready
+    assert "memhub[slow]" in (service.error or "")
+    with pytest.raises(EmbedderUnavailable):
+        await service.embed_query("x")
+    with pytest.raises(EmbedderUnavailable):
+        await service.load()
+
+
+@pytest.mark.anyio
+async def test_one_inference_at_a_time_and_queries_go_first() -> None:
+    embedder = SlowEmbedder(call_seconds=0.05)
+    service = EmbeddingService(embedder, chunk_size=1)
+    await service.load()
+    depths: list[int] = []
+
+    async def backfill() -> None:
+        await service.embed_passages([f"p{i}" for i in range(8)])
+
+    async def searches() -> None:
+        await anyio.sleep(0.02)  # the first passage chunk is running
+        depths.append(service.queue_depth)
+        async with anyio.create_task_group() as group:
+            group.start_soon(service.embed_query, "q1")
+            group.start_soon(service.embed_query, "q2")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(backfill)
+        group.start_soon(searches)
+
+    kinds = [kind for kind, _ in embedder.calls]
+    assert kinds[:3] == ["passage", "query", "query"]
+    assert [texts for kind, texts in embedder.calls if kind == "passage"] == [(f"p{i}",) for i in range(8)]
+    assert embedder.max_active == 1
+    assert depths == [1]
+    assert service.queue_depth == 0
+
+
+@pytest.mark.anyio
+async def test_event_loop_keeps_running_during_inference() -> None:
+    service = EmbeddingService(SlowEmbedder(call_seconds=0.3))
+    await service.load()
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.01)
+            ticks += 1
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ticker)
+        await service.embed_query("slow")
+        group.cancel_scope.cancel()
+    assert ticks >= 10
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_waiter_does_not_wedge_the_gate() -> None:
+    embedder = SlowEmbedder(call_seconds=0.1)
+    service = EmbeddingService(embedder)
+    await service.load()
+    async with anyio.create_task_group() as group:
+        group.start_soon(service.embed_query, "running")
+        await anyio.sleep(0.02)
+        with anyio.move_on_after(0.02):
+            await service.embed_query("cancelled while waiting")
+    with anyio.fail_after(2):
+        await service.embed_query("after")
+    assert [texts for _, texts in embedder.calls] == [("running",), ("after",)]
+    assert service.queue_depth == 0
+
+
+def test_passages_are_chunked_by_count_and_characters() -> None:
+    service = EmbeddingService(HashingEmbedder(), chunk_size=3, chunk_chars=10)
+    chunks = service._chunks(["aaaa", "bbbb", "ccc", "d" * 30, "e", "f", "g", "h"])
+    assert chunks == [["aaaa", "bbbb"], ["ccc"], ["d" * 30], ["e", "f", "g"], ["h"]]
+
+
+@pytest.mark.anyio
+async def test_start_loading_is_instant_while_a_lazy_load_runs() -> None:
+    service = EmbeddingService(SlowEmbedder(load_seconds=0.5))
+    async with anyio.create_task_group() as group:
+        group.start_soon(service.embed_query, "lazy load")
+        await anyio.sleep(0.05)
+        started = time.perf_counter()
+        service.start_loading()
+        assert time.perf_counter() - started < 0.05
+    assert service.ready

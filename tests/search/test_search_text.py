@@ -1,0 +1,134 @@
+"""Text search through the store: CJK bigram indexing, and hostile queries that must never raise."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from memhub.core import text
+from memhub.core.models import Viewer
+from memhub.search import SearchEngine
+from memhub.store.sqlite import SqliteStore
+
+AddItem = Callable[..., int]
+
+HOSTILE_QUERIES = [
+    '"',
+    '""',
+    '"unterminated',
+    "*",
+    "design*",
+    "NEAR(a b)",
+    "NEAR(",
+    "a OR b",
+    "OR",
+    "AND",
+    "NOT",
+    "a AND NOT b",
+    "-design",
+    "- -",
+    "text:design",
+    ":",
+    "^design",
+    "^",
+    "(",
+    ")",
+    "(design OR (plan",
+    "{text}: x",
+    "'; DROP TABLE items; --",
+    "😀",
+    "😀 設計",
+    "",
+    "   ",
+    "\t\n",
+    "x" * 10_000,
+    "設計 " * 5_000,
+    "\ud800",
+    "a\udfffb",
+    "\ud83d\ude00",
+    "\x00",
+    "a\x00b",
+    "ｄｅｓｉｇｎ",
+    "ﾌﾟﾗﾝ",
+    "設",
+    "々",
+    "e\u0301",
+    "\u200b",
+    "%_",
+]
+
+
+def test_japanese_two_char_word_is_found(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
+    hit = add_item("API の設計方針を決めた")
+    add_item("unrelated english text about lunch")
+    match = text.fts_query("設計")
+    assert match is not None
+    with store.transaction(write=False) as tx:
+        ids = [item_id for item_id, _ in tx.text_search(alice, match, (), None, 10)]
+    assert ids == [hit]
+
+
+def test_katakana_word_is_found(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
+    hit = add_item("今日はプランモードで作業する", title="作業メモ")
+    add_item("プランを立てる")  # shares only a prefix bigram
+    match = text.fts_query("プランモード")
+    assert match is not None
+    with store.transaction(write=False) as tx:
+        ids = [item_id for item_id, _ in tx.text_search(alice, match, (), None, 10)]
+    assert ids[0] == hit
+
+
+def test_half_width_katakana_query_matches_full_width_text(
+    store: SqliteStore, add_item: AddItem, alice: Viewer
+) -> None:
+    hit = add_item("プランモード")
+    match = text.fts_query("ﾌﾟﾗﾝﾓｰﾄﾞ")
+    assert match is not None
+    with store.transaction(write=False) as tx:
+        assert [i for i, _ in tx.text_search(alice, match, (), None, 10)] == [hit]
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_core_text_functions_accept_any_string(query: str) -> None:
+    text.normalize(query)
+    text.index_text(query)
+    text.query_terms(query)
+    text.keyword_terms(query)
+    for mode in ("any", "all"):
+        text.fts_query(query, mode=mode)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_hostile_queries_never_raise_in_fts(
+    store: SqliteStore, add_item: AddItem, alice: Viewer, query: str
+) -> None:
+    add_item('design "plan" NEAR(x) OR AND * - : ^ ( ) 設計 プランモード 😀')
+    for mode in ("any", "all"):
+        match = text.fts_query(query, mode=mode)  # type: ignore[arg-type]
+        if match is None:
+            continue
+        with store.transaction(write=False) as tx:
+            tx.text_search(alice, match, (), None, 10)
+
+
+@pytest.mark.anyio
+async def test_hostile_queries_never_raise_in_engine(
+    store: SqliteStore, add_item: AddItem, alice: Viewer
+) -> None:
+    add_item("design plan 設計 プランモード")
+    engine = SearchEngine(store, None, None)
+    for query in HOSTILE_QUERIES:
+        await engine.search(alice, query)
+
+
+@pytest.mark.anyio
+async def test_operators_in_query_are_plain_words(
+    store: SqliteStore, add_item: AddItem, alice: Viewer
+) -> None:
+    hit = add_item("we chose the OR mapper")
+    add_item("nothing relevant here")
+    engine = SearchEngine(store, None, None)
+    assert [h.item_id for h in await engine.search(alice, "mapper OR")] == [hit]
+    assert [h.item_id for h in await engine.search(alice, '"mapper')] == [hit]
+    assert [h.item_id for h in await engine.search(alice, "mapp*")] == []  # no prefix operator

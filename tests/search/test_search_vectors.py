@@ -1,0 +1,279 @@
+"""VectorIndex: incremental refresh from the store's change feed, visibility filtering, speed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from memhub.core.models import Viewer
+from memhub.search.vectors import VectorIndex
+from memhub.store.base import VectorChange
+from memhub.store.sqlite import SqliteStore
+
+AddItem = Callable[..., int]
+EMB = "test-emb/8"
+DIM = 8
+
+
+def unit(index: int, dim: int = DIM) -> npt.NDArray[np.float32]:
+    vec = np.zeros(dim, dtype=np.float32)
+    vec[index % dim] = 1.0
+    return vec
+
+
+def put(store: SqliteStore, item_id: int, vec: npt.NDArray[np.float32], embedder: str = EMB) -> None:
+    with store.transaction(write=True) as tx:
+        tx.put_vector(item_id, embedder, np.asarray(vec, dtype="<f4").tobytes(), len(vec))
+
+
+def rounded(hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    return [(item_id, round(score, 4)) for item_id, score in hits]
+
+
+def visible_to(store: SqliteStore, viewer: Viewer) -> Callable[[list[int]], set[int]]:
+    def allowed(ids: list[int]) -> set[int]:
+        with store.transaction(write=False) as tx:
+            return tx.visible_ids(viewer, ids, (), None)
+
+    return allowed
+
+
+def test_puts_updates_and_deletes_are_applied_incrementally(
+    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+) -> None:
+    items = [add_item(f"item {i}") for i in range(5)]
+    for i, item_id in enumerate(items):
+        put(store, item_id, unit(i))
+    index = VectorIndex(store, EMB, DIM)
+    assert index.refresh() == 5
+    assert len(index) == 5
+    assert rounded(index.search(unit(2), 1)) == [(items[2], 1.0)]
+    assert index.refresh() == 0  # nothing new
+
+    put(store, items[2], unit(4))  # update: same row, new vector
+    assert index.refresh() == 1
+    assert len(index) == 5
+    assert [i for i, _ in index.search(unit(4), 2)] == [items[2], items[4]]  # tie at 1.0: by id
+    assert index.search(unit(2), 1)[0][1] == pytest.approx(0.0)
+
+    delete_item(items[0])  # the trigger logs 'del'; row 0 is refilled by the last row
+    assert index.refresh() == 1
+    assert len(index) == 4
+    assert items[0] not in index
+    assert index.search(unit(0), 5, allowed=None)[0][1] == pytest.approx(0.0)
+    for i in (1, 3):
+        assert rounded(index.search(unit(i), 1)) == [(items[i], 1.0)]
+    assert [i for i, _ in index.search(unit(4), 2)] == [items[2], items[4]]
+
+
+def test_put_then_delete_before_refresh_is_a_no_op(
+    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+) -> None:
+    index = VectorIndex(store, EMB, DIM)
+    index.refresh()
+    item = add_item("short-lived")
+    put(store, item, unit(1))
+    delete_item(item)
+    index.refresh()
+    assert len(index) == 0
+    assert index.search(unit(1), 3) == []
+
+
+def test_other_embedders_are_ignored(store: SqliteStore, add_item: AddItem) -> None:
+    item = add_item("x")
+    put(store, item, unit(1), embedder="other/8")
+    index = VectorIndex(store, EMB, DIM)
+    assert index.refresh() == 0
+    assert len(index) == 0
+
+
+def test_wrong_dimension_is_ignored(store: SqliteStore, add_item: AddItem) -> None:
+    good, bad = add_item("good"), add_item("bad")
+    put(store, good, unit(1))
+    put(store, bad, np.ones(DIM * 2, dtype=np.float32))
+    index = VectorIndex(store, EMB, DIM)
+    index.refresh()
+    assert len(index) == 1 and good in index
+
+
+def test_capacity_doubles(store: SqliteStore, add_item: AddItem) -> None:
+    index = VectorIndex(store, EMB, DIM, initial_capacity=2)
+    for i in range(9):
+        put(store, add_item(f"n{i}"), unit(i))
+    index.refresh()
+    assert len(index) == 9
+    assert index.capacity == 16
+
+
+def test_random_operations_match_a_model(
+    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+) -> None:
+    rng = np.random.default_rng(7)
+    index = VectorIndex(store, EMB, DIM, initial_capacity=1)
+    model: dict[int, npt.NDArray[np.float32]] = {}
+    items = [add_item(f"r{i}") for i in range(40)]
+    alive = set(items)
+    for step in range(200):
+        item = int(rng.choice(sorted(alive)))
+        if rng.random() < 0.1 and len(alive) > 5:
+            delete_item(item)
+            alive.discard(item)
+            model.pop(item, None)
+        else:
+            vec = rng.normal(size=DIM).astype(np.float32)
+            vec /= np.linalg.norm(vec)
+            put(store, item, vec)
+            model[item] = vec
+        if step % 17 == 0:
+            index.refresh()
+    index.refresh()
+    assert len(index) == len(model)
+    query = rng.normal(size=DIM).astype(np.float32)
+    expected = sorted(((i, float(v @ query)) for i, v in model.items()), key=lambda p: (-p[1], p[0]))
+    got = index.search(query, len(model))
+    assert [i for i, _ in got] == [i for i, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+
+def test_writes_of_another_process_become_visible(db_path: Path, store: SqliteStore) -> None:
+    other = SqliteStore(db_path)  # a second connection: another process sharing the file
+    try:
+        index = VectorIndex(store, EMB, DIM)
+        index.refresh()
+        version = store.data_version()
+        with other.transaction(write=True) as tx:
+            from memhub.store.base import NewItem
+
+            item = tx.insert_item(NewItem(kind="memory", owner="alice", scope="global", body="from afar")).id
+            tx.put_vector(item, EMB, unit(3).tobytes(), DIM)
+        assert store.data_version() != version
+        assert index.refresh() == 1
+        assert rounded(index.search(unit(3), 1)) == [(item, 1.0)]
+
+        other_index = VectorIndex(other, EMB, DIM)  # and the other way round
+        put(store, item, unit(5))
+        other_index.refresh()
+        assert rounded(other_index.search(unit(5), 1)) == [(item, 1.0)]
+    finally:
+        other.close()
+
+
+def test_visibility_filter_is_respected_and_the_pool_widens(
+    store: SqliteStore,
+    add_item: AddItem,
+    make_project: Callable[[str, str], int],
+    alice: Viewer,
+    bob: Viewer,
+) -> None:
+    secret_project = make_project("bobs-secrets", "bob")
+    hidden = [
+        add_item(f"secret {i}", owner="bob", scope="project", project_id=secret_project) for i in range(30)
+    ]
+    private = add_item("bob's own note", owner="bob", scope="user")
+    public = add_item("public note")
+    query = unit(0)
+    for item in [*hidden, private]:
+        put(store, item, query)  # the best matches are all invisible to alice
+    put(store, public, (unit(0) + unit(1)) / np.sqrt(2))
+    index = VectorIndex(store, EMB, DIM)
+    index.refresh()
+
+    calls: list[int] = []
+    allowed = visible_to(store, alice)
+
+    def counting(ids: list[int]) -> set[int]:
+        calls.append(len(ids))
+        return allowed(ids)
+
+    hits = index.search(query, 1, counting)
+    assert rounded(hits) == [(public, 0.7071)]
+    assert calls == [4, 12, 16]  # pool 4, widened x4 to 16, then all 32 rows: only new ids are offered
+    assert [i for i, _ in index.search(query, 100, visible_to(store, alice))] == [public]
+    bob_hits = [i for i, _ in index.search(query, 100, visible_to(store, bob))]
+    assert sorted(bob_hits) == sorted([*hidden, private, public])
+    assert index.search(query, 5, lambda ids: set()) == []
+
+
+def test_query_dimension_is_checked(store: SqliteStore) -> None:
+    with pytest.raises(ValueError):
+        VectorIndex(store, EMB, DIM).search(np.ones(3), 1)
+
+
+class _FakeFeed:
+    def __init__(self, changes: list[VectorChange]) -> None:
+        self.changes = changes
+
+    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
+        fresh = [c for c in self.changes if c.seq > after_seq]
+        return (fresh[-1].seq if fresh else after_seq), fresh
+
+
+def test_timing_100k_x_384(capsys: pytest.CaptureFixture[str]) -> None:
+    rows, dim = 100_000, 384
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(rows, dim)).astype("<f4")
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    feed = _FakeFeed([VectorChange(i + 1, i + 1, matrix[i].tobytes()) for i in range(rows)])
+    index = VectorIndex(feed, "bench/384", dim)
+    started = time.perf_counter()
+    index.refresh()
+    load_ms = (time.perf_counter() - started) * 1000
+    assert len(index) == rows
+
+    queries = rng.normal(size=(20, dim)).astype(np.float32)
+    started = time.perf_counter()
+    for query in queries:
+        hits = index.search(query, 50)
+    search_ms = (time.perf_counter() - started) * 1000 / len(queries)
+    assert len(hits) == 50
+
+    even: Callable[[list[int]], set[int]] = lambda ids: {i for i in ids if i % 2 == 0}  # noqa: E731
+    started = time.perf_counter()
+    for query in queries:
+        hits = index.search(query, 50, even)
+    filtered_ms = (time.perf_counter() - started) * 1000 / len(queries)
+    assert len(hits) == 50 and all(i % 2 == 0 for i, _ in hits)
+
+    started = time.perf_counter()
+    index.refresh()
+    noop_ms = (time.perf_counter() - started) * 1000
+    with capsys.disabled():
+        print(
+            f"\nVectorIndex 100k x 384: initial load {load_ms:.0f} ms, search k=50 {search_ms:.2f} ms,"
+            f" with filter {filtered_ms:.2f} ms, no-op refresh (fake feed) {noop_ms:.2f} ms"
+        )
+
+
+def test_timing_noop_refresh_on_sqlite(
+    store: SqliteStore, add_item: AddItem, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(1)
+    with store.transaction(write=True) as tx:
+        from memhub.store.base import NewItem
+
+        for i in range(5000):
+            item = tx.insert_item(NewItem(kind="memory", owner="alice", scope="global", body=f"v{i}")).id
+            vec = rng.normal(size=384).astype("<f4")
+            tx.put_vector(item, "bench/384", (vec / np.linalg.norm(vec)).astype("<f4").tobytes(), 384)
+    index = VectorIndex(store, "bench/384", 384)
+    started = time.perf_counter()
+    index.refresh()
+    load_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    for _ in range(100):
+        index.refresh()
+    noop_ms = (time.perf_counter() - started) * 1000 / 100
+    put(store, 1, unit(0, 384), embedder="bench/384")
+    started = time.perf_counter()
+    index.refresh()
+    one_ms = (time.perf_counter() - started) * 1000
+    with capsys.disabled():
+        print(
+            f"\nVectorIndex on SQLite (5k x 384): initial load {load_ms:.0f} ms,"
+            f" no-op refresh {noop_ms:.3f} ms, refresh after one put {one_ms:.3f} ms"
+        )
