@@ -33,6 +33,11 @@ _MODEL_ERRORS = (ValueError, RuntimeError, OSError)
 
 
 @runtime_checkable
+class _Deletions(Protocol):
+    def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]: ...
+
+
+@runtime_checkable
 class _Versioned(Protocol):
     def data_version(self) -> int: ...
 
@@ -59,6 +64,19 @@ class VectorBackfill:
         self._more = False
         self._notified = False
         self._wake: anyio.Event | None = None
+        self._watermark = 0  # every item id up to here has a vector or is queued
+        self._log_seq: int | None = None  # vector_log position: deletions after it are re-embedded
+
+    def reset(self) -> None:
+        """Look at every item again on the next scan (after a reindex or a restore)."""
+        self._watermark = 0
+        self._queue.clear()
+
+    def _drop_queue(self) -> None:
+        """Forget prefetched rows (their text may have changed) and scan them again."""
+        if self._queue:
+            self._watermark = min(self._watermark, min(item for item, _ in self._queue) - 1)
+        self._queue.clear()
 
     @property
     def backlog(self) -> int:
@@ -115,9 +133,22 @@ class VectorBackfill:
         ]
 
     def _missing(self, limit: int) -> list[tuple[int, str]]:
+        """Items past the watermark lacking a vector; a scan reads only ids it has not checked."""
         self.scans += 1
+        embedder = self.embedding.id
+        deleted: list[int] = []
+        if isinstance(self.store, _Deletions):
+            high, found = self.store.vector_deletions(embedder, self._log_seq or 0)
+            deleted = found if self._log_seq is not None else []  # the first scan reads every id anyway
+            self._log_seq = high
         with self.store.transaction(write=False) as tx:
-            return tx.missing_vectors(self.embedding.id, limit)
+            top = tx.max_item_id()
+            rows = tx.missing_vectors(embedder, limit, after_id=self._watermark)
+            edited = [i for i in deleted if i <= self._watermark]
+            for start in range(0, len(edited), 500):
+                rows += tx.missing_vectors(embedder, limit, ids=edited[start : start + 500])
+        self._watermark = rows[-1][0] if len(rows) >= limit else max(self._watermark, top)
+        return rows
 
     def _store_vectors(self, blobs: list[tuple[int, bytes]]) -> int:
         embedder_id, dim = self.embedding.id, self.embedding.dim
@@ -149,6 +180,7 @@ class VectorBackfill:
         *,
         max_poll_seconds: float = 10.0,
         rescan_seconds: float = 10.0,
+        full_rescan_seconds: float = 300.0,
         batch: int = 32,
     ) -> None:
         """Backfill until cancelled; returns if the embedder cannot be loaded.
@@ -164,13 +196,17 @@ class VectorBackfill:
             return
         idle = poll_seconds
         last_scan = -math.inf
+        last_full = anyio.current_time()
         last_version: int | None = None
         while True:
             self._wake = anyio.Event()
             version = await anyio.to_thread.run_sync(self._data_version)
             changed = self._notified or (version is not None and version != last_version)
+            if anyio.current_time() - last_full >= full_rescan_seconds:
+                self._watermark = 0  # a safety net: items whose text changed after their id was checked
+                last_full = anyio.current_time()
             if changed or anyio.current_time() - last_scan >= rescan_seconds:
-                self._queue.clear()
+                self._drop_queue()
                 self._notified = False
                 last_version, last_scan = version, anyio.current_time()
                 rescan = True

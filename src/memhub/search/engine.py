@@ -152,7 +152,13 @@ class SearchEngine:
         )
 
     async def nearest(
-        self, viewer: Viewer, query_vec: Matrix, *, k: int, kinds: Sequence[str] = (), project_id: int | None = None
+        self,
+        viewer: Viewer,
+        query_vec: Matrix,
+        *,
+        k: int,
+        kinds: Sequence[str] = (),
+        project_id: int | None = None,
     ) -> list[tuple[int, float]]:
         """The `k` visible items whose vectors are closest to `query_vec`: (item id, cosine), best first."""
         if self.vectors is None or k <= 0:

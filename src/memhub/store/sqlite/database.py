@@ -151,6 +151,16 @@ class SqliteStore:
         high = changes[-1].seq if changes else after_seq
         return high, changes
 
+    def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]:
+        """Items whose vector from `embedder` was deleted after `after_seq`, and the new high-water mark."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT seq, item_id, op FROM vector_log WHERE embedder = ? AND seq > ? ORDER BY seq",
+                (embedder, after_seq),
+            ).fetchall()
+        high = rows[-1][0] if rows else after_seq
+        return high, sorted({r[1] for r in rows if r[2] == "del"})
+
     def iter_events(self) -> Iterator[EventRow]:
         with self._lock:
             rows = self._conn.execute("SELECT * FROM events ORDER BY id").fetchall()
@@ -176,6 +186,55 @@ class SqliteStore:
             except sqlite3.DatabaseError as exc:
                 problems.append(f"text index: {exc}")
         return problems
+
+    def file_size(self) -> int:
+        """Bytes on disk: the database and its write-ahead log."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+    def quick_check(self) -> bool:
+        with self._lock:
+            return bool(self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+
+    def backup_to(self, target: Path) -> None:
+        """A consistent copy of the live database (SQLite's online backup), safe while others write."""
+        destination = sqlite3.connect(target)
+        try:
+            with self._lock:
+                self._conn.backup(destination)
+        finally:
+            destination.close()
+
+    def restore_from(self, source: Path) -> None:
+        """Replace the live database's content with a verified backup (see `verify_backup`)."""
+        origin = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        try:
+            with self._lock:
+                origin.backup(self._conn)
+        finally:
+            origin.close()
+
+    def verify_backup(self, source: Path) -> list[str]:
+        """Problems that make `source` unfit to restore (empty list: fit)."""
+        try:
+            conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        except sqlite3.Error as exc:
+            return [f"cannot open: {exc}"]
+        try:
+            check = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+            if check != ["ok"]:
+                return [f"integrity: {c}" for c in check[:10]]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not {"items", "projects", "schema_migrations", "events"} <= tables:
+                return ["not a memhub database (tables missing)"]
+            version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
+            if version > self.schema_version():
+                return [f"made by a newer memhub (schema {version} > {self.schema_version()})"]
+            return []
+        except sqlite3.DatabaseError as exc:
+            return [f"not a database: {exc}"]
+        finally:
+            conn.close()
 
     def close(self) -> None:
         with self._lock:

@@ -11,6 +11,7 @@ from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import index_text, normalize
 from memhub.store.base import GROUPABLE, UPDATABLE, EventRow, ItemQuery, ItemRow, LinkRow, NewItem
+from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
 
@@ -46,7 +47,7 @@ def item_from_row(row: sqlite3.Row) -> ItemRow:
     )
 
 
-class SqliteTx(PeopleMixin):
+class SqliteTx(PeopleMixin, MaintenanceMixin):
     def __init__(self, conn: sqlite3.Connection, now: str) -> None:
         self.conn = conn
         self.now = now
@@ -318,15 +319,22 @@ class SqliteTx(PeopleMixin):
         ).fetchone()
         return bytes(row[0]) if row else None
 
-    def missing_vectors(self, embedder: str, limit: int) -> list[tuple[int, str]]:
-        """(item id, text to embed) for items that have no vector from `embedder` yet, oldest first."""
+    def missing_vectors(
+        self, embedder: str, limit: int, after_id: int = 0, ids: Sequence[int] = ()
+    ) -> list[tuple[int, str]]:
+        """(item id, text to embed) for items past `after_id` (or among `ids`) lacking a vector."""
+        where, args = ("i.id > ?", [after_id]) if not ids else (f"i.id IN ({placeholders(ids)})", list(ids))
         rows = self.conn.execute(
             "SELECT i.id, coalesce(i.title, '') AS title, i.body FROM items i"
-            " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.item_id = i.id AND v.embedder = ?)"
+            f" WHERE {where} AND NOT EXISTS"
+            " (SELECT 1 FROM vectors v WHERE v.item_id = i.id AND v.embedder = ?)"
             " ORDER BY i.id LIMIT ?",
-            (embedder, limit),
+            [*args, embedder, limit],
         ).fetchall()
         return [(r["id"], f"{r['title']}\n{r['body']}".strip()) for r in rows]
+
+    def max_item_id(self) -> int:
+        return int(self.conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()[0])
 
     def put_vector(self, item_id: int, embedder: str, vec: bytes, dim: int) -> None:
         self.conn.execute(

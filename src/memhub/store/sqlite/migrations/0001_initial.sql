@@ -92,12 +92,13 @@ CREATE INDEX links_dst ON links(dst, type);
 
 -- Embeddings, keyed by embedder id. vector_log gives every process an incremental change feed.
 CREATE TABLE vectors (
+    id       INTEGER PRIMARY KEY,
     item_id  INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
     embedder TEXT NOT NULL,
     dim      INTEGER NOT NULL,
     vec      BLOB NOT NULL,                      -- float32, little-endian, L2-normalised
-    PRIMARY KEY (item_id, embedder)
-) WITHOUT ROWID;
+    UNIQUE (item_id, embedder)                   -- a compact index: existence checks skip the blobs
+);
 
 CREATE TABLE vector_log (
     seq      INTEGER PRIMARY KEY AUTOINCREMENT,
