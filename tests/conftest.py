@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,12 +23,13 @@ def anyio_backend() -> str:
 
 
 def make_settings(home: Path, user: str = "alice", project: str = "demo", **extra: object) -> Settings:
-    return Settings(home=home, user=user, project=project, embedder="none", **extra)  # type: ignore[arg-type]
+    values: dict[str, Any] = {"embedder": "none", **extra}
+    return Settings(home=home, user=user, project=project, **values)
 
 
 @pytest.fixture
 def container(tmp_path: Path) -> Iterator[Container]:
-    built = build_container(make_settings(tmp_path))
+    built = build_container(make_settings(tmp_path, toolsets=("discussion",)))
     yield built
     built.close()
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from mcp import Client
-from memhub.cli.container import Container
+from memhub.cli.container import build_container
 from memhub.core.settings import setting_docs
+from tests.conftest import make_settings
 
 pytestmark = pytest.mark.anyio
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -38,10 +39,12 @@ def _contains(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-@pytest.mark.parametrize("doc", ["discussion.md"])
-async def test_doc_examples_run(doc: str, container: Container) -> None:
+@pytest.mark.parametrize("doc", ["discussion.md", "assoc.md"])
+async def test_doc_examples_run(doc: str, tmp_path: Path) -> None:
     examples = _examples(DOCS / doc)
     assert examples, f"{doc} has no runnable examples"
+    toolset = doc.removesuffix(".md")
+    container = build_container(make_settings(tmp_path, embedder="hash", toolsets=(toolset,)))
     async with Client(container.server) as client:
         for example in examples:
             result = await client.call_tool(example["tool"], example["arguments"])
@@ -50,6 +53,7 @@ async def test_doc_examples_run(doc: str, container: Container) -> None:
                 assert result.is_error and _contains(body, {"error": example["error"]}), (example, body)
             else:
                 assert not result.is_error and _contains(body, example["result"]), (example, body)
+    container.close()
 
 
 def test_every_setting_is_documented() -> None:

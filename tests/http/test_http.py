@@ -66,7 +66,7 @@ async def test_discussion_over_streamable_http(server: tuple[str, Path]) -> None
     base, db = server
     async with Client(f"{base}/mcp") as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert len(names) == 13
+        assert len(names) == 20  # discussion (13) + assoc (7)
         pid = (await ok(client, "add-project", name="over-http"))["project_id"]
         topic = (await ok(client, "add-topic", project_id=pid, title="HTTP経由の設計"))["topic_id"]
         await ok(client, "add-log", topic_id=topic, content="AI: hello")
@@ -104,3 +104,43 @@ def test_refuses_remote_bind_without_auth(tmp_path: Path) -> None:
         timeout=30,
     )
     assert out.returncode == 2 and "loopback" in out.stderr
+
+
+async def test_metrics_count_calls_and_latency(server: tuple[str, Path]) -> None:
+    import urllib.request
+
+    base, _ = server
+    async with Client(f"{base}/mcp") as client:
+        await ok(client, "get-projects")
+        await error(client, "get-logs", {"topic_id": 10**6})
+    with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
+        assert response.headers["content-type"].startswith("text/plain")
+        text = response.read().decode()
+    lines = text.splitlines()
+    assert any(
+        line.startswith('memhub_tool_calls_total{tool="get-projects",outcome="ok"} ') for line in lines
+    )
+    assert any(
+        line.startswith('memhub_tool_calls_total{tool="get-logs",outcome="NOT_FOUND"} ') for line in lines
+    )
+    assert any(
+        line.startswith('memhub_tool_call_seconds_bucket{tool="get-projects",le="+Inf"}') for line in lines
+    )
+    assert any(line.startswith("memhub_store_bytes ") and float(line.split()[1]) > 0 for line in lines)
+    for line in lines:  # every sample line is "name{labels} number"
+        if line and not line.startswith("#"):
+            float(line.rsplit(" ", 1)[1])
+
+
+async def test_assoc_over_streamable_http(server: tuple[str, Path]) -> None:
+    base, _ = server
+    async with Client(f"{base}/mcp") as client:
+        stored = await ok(
+            client, "memory", action="store", content="HTTPで保存した記憶", domain="user", tags=["http"]
+        )
+        memory_id = stored["memory"]["id"]
+        found = await ok(client, "search", type="tags", tags=["http"])
+        assert [m["id"] for m in found["memories"]] == [memory_id]
+        assert (await ok(client, "admin", action="health_check"))["details"]["database"] == "ok"
+        err = await client.call_tool("memory", {"action": "get", "memory_id": "mem_0"})
+        assert err.is_error and err.structured_content["error"]["code"] == "invalid_parameter"

@@ -177,3 +177,36 @@ async def test_two_processes_write_one_file_concurrently(tmp_path: Path) -> None
     doctor = subprocess.run([MEMHUB, "--db", str(db), "doctor"], capture_output=True, text=True, timeout=30)
     assert doctor.returncode == 0, doctor.stdout
     assert "audit chain" in doctor.stdout and "ok" in doctor.stdout
+
+
+async def test_assoc_flow_over_stdio(tmp_path: Path) -> None:
+    params = stdio_params(tmp_path / "a.db")
+    params.env = {**(params.env or {}), "MEMHUB_EMBEDDER": "hash"}
+    async with Client(params) as client:
+        project = (await ok(client, "project", action="create", name="stdio-assoc"))["project"]["id"]
+        await ok(client, "user", action="create_session", session_name="s")
+        first = await ok(
+            client,
+            "memory",
+            action="store",
+            content="データベースはSQLiteのWALモードを使う",
+            domain="project",
+            project_id=project,
+            tags=["db"],
+        )
+        second = await ok(
+            client, "memory", action="store", content="SQLite WAL mode for concurrent readers", domain="user"
+        )
+        assert any(a["type"] == "temporal" for a in second["associations"])
+        related = await ok(client, "memory", action="get_related", memory_id=second["memory"]["id"])
+        assert first["memory"]["id"] in [r["memory"]["id"] for r in related["related"]]
+        found = await ok(client, "memory", action="search", query="SQLite WAL", threshold=0.0)
+        assert {m["id"] for m in found["memories"]} == {first["memory"]["id"], second["memory"]["id"]}
+        exported = await ok(client, "memory_manage", action="export", export_format="json")
+        assert exported["count"] == 2
+        chart = await ok(client, "visualize", type="category_chart", format="svg")
+        assert chart["content"].lstrip().startswith("<svg") or "<svg" in chart["content"][:200]
+        before = counts(tmp_path / "a.db")
+        bad = await client.call_tool("memory", {"action": "store", "content": "x", "domain": "project"})
+        assert bad.is_error and bad.structured_content["error"]["code"] == "invalid_parameter"
+        assert counts(tmp_path / "a.db") == before

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
+import anyio
 from mcp.server import MCPServer
 
 from memhub.auth.identity import LocalIdentity
-from memhub.core.models import Principal
+from memhub.core.models import GlobalRole, Principal
 from memhub.core.settings import Settings
+from memhub.http.metrics import Metrics
 from memhub.mcp.server import build_mcp_server
+from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, VectorIndex, make_embedder
 from memhub.services.runtime import Runtime
 from memhub.store.sqlite import SqliteStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -19,16 +25,59 @@ class Container:
     settings: Settings
     runtime: Runtime
     server: MCPServer
+    principal: Principal
+    metrics: Metrics
+
+    def gauges(self) -> dict[str, float]:
+        """State read at scrape time for /metrics."""
+        runtime = self.runtime
+        values = {"store_bytes": float(runtime.store.file_size())}
+        if runtime.embedding is not None:
+            values["embedder_ready"] = float(runtime.embedding.ready)
+            values["embedder_queue_depth"] = float(runtime.embedding.queue_depth)
+        if runtime.search is not None and runtime.search.vectors is not None:
+            values["vectors_indexed"] = float(len(runtime.search.vectors))
+            values["search_vector_timeouts_total"] = float(runtime.search.vector_timeouts)
+        if runtime.backfill is not None:
+            values["backfill_embedded_total"] = float(runtime.backfill.embedded)
+            values["backfill_backlog"] = float(runtime.backfill.backlog)
+        return values
+
+    async def run_background(self) -> None:
+        """Load the model and the vector index, then keep giving new items their vectors."""
+        runtime = self.runtime
+        if runtime.embedding is None or runtime.search is None or runtime.backfill is None:
+            return
+        runtime.embedding.start_loading()
+        await runtime.search.warm()
+        await runtime.backfill.run_forever()
 
     def close(self) -> None:
         self.runtime.store.close()
 
 
-def build_container(settings: Settings) -> Container:
+def build_runtime(settings: Settings) -> Runtime:
     store = SqliteStore(settings.db_path)
-    with store.transaction(write=True) as tx:
-        tx.ensure_principal(settings.user)
-    runtime = Runtime(store=store)
-    principal = Principal(id=settings.user, via="mcp", default_project=settings.project)
-    server = build_mcp_server(runtime, settings.toolsets, LocalIdentity(principal))
-    return Container(settings=settings, runtime=runtime, server=server)
+    embedder = make_embedder(settings.embedder)
+    embedding = vectors = backfill = None
+    if embedder is not None:
+        embedding = EmbeddingService(embedder)
+        vectors = VectorIndex(store, embedding.id, embedding.dim)
+        backfill = VectorBackfill(store, embedding, vectors)
+    engine = SearchEngine(store, embedding, vectors)
+    return Runtime(
+        store=store, search=engine, embedding=embedding, backfill=backfill, home=settings.home,
+        limiter=anyio.CapacityLimiter(4),
+    )  # fmt: skip
+
+
+def build_container(settings: Settings) -> Container:
+    runtime = build_runtime(settings)
+    with runtime.store.transaction(write=True) as tx:
+        row = tx.ensure_principal(settings.user)
+    principal = Principal(
+        id=settings.user, role=GlobalRole(row.role), via="mcp", default_project=settings.project
+    )
+    metrics = Metrics()
+    server = build_mcp_server(runtime, settings.toolsets, LocalIdentity(principal), metrics.observe)
+    return Container(settings=settings, runtime=runtime, server=server, principal=principal, metrics=metrics)

@@ -14,6 +14,7 @@ import anyio
 from memhub import __version__
 from memhub.audit.chain import verify_chain
 from memhub.cli.container import Container, build_container
+from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -69,12 +70,19 @@ async def _serve(container: Container) -> None:
     settings = container.settings
     server = container.server
     async with anyio.create_task_group() as tg:
+        tg.start_soon(container.run_background)
         if {"http", "sse"} & set(settings.transports):
             import uvicorn
 
             from memhub.http.app import build_http_app
 
-            app = build_http_app(server, settings.transports, lambda: {"db": str(settings.db_path)})
+            app = build_http_app(
+                server,
+                settings.transports,
+                lambda: {"db": str(settings.db_path)},
+                container.metrics,
+                container.gauges,
+            )
             config = uvicorn.Config(
                 app,
                 host=settings.host,
@@ -86,6 +94,8 @@ async def _serve(container: Container) -> None:
         if "stdio" in settings.transports:
             await server.run_stdio_async()
             tg.cancel_scope.cancel()  # the stdio client owns this process: its EOF ends it
+        else:
+            await anyio.sleep_forever()
 
 
 def _doctor(container: Container) -> int:
@@ -121,7 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         print("memhub: HTTP without authentication binds to loopback only (127.0.0.1, ::1)", file=sys.stderr)
         return 2
-    container = build_container(settings)
+    try:
+        container = build_container(settings)
+    except MemhubError as exc:
+        print(f"memhub: {exc.message}", file=sys.stderr)
+        return 2
     try:
         if args.command == "serve":
             anyio.run(_serve, container)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-TOOLSETS = ("discussion",)  # toolsets built so far; the seeds define five
+TOOLSETS = ("discussion", "assoc")  # toolsets built so far; the seeds define five
 TRANSPORTS = ("stdio", "http", "sse")
 
 
@@ -38,8 +38,10 @@ class Settings:
         metadata=_meta("MEMHUB_PROJECT", "Current project name; default: the git root name of the cwd."),
     )
     embedder: str = field(
-        default="e5",
-        metadata=_meta("MEMHUB_EMBEDDER", "Embedding backend: e5, use, hash or none (text search only)."),
+        default="auto",
+        metadata=_meta(
+            "MEMHUB_EMBEDDER", "Embedding backend: auto (best installed), e5, use, hash or none (text only)."
+        ),
     )
     toolsets: tuple[str, ...] = field(
         default=TOOLSETS, metadata=_meta("MEMHUB_TOOLSETS", "Comma list of toolsets to serve.")

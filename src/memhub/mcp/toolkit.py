@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.core.models import Principal
 from memhub.mcp.schema import compact_schema
-from memhub.services.runtime import Call, Runtime
+from memhub.services.runtime import Call, Progress, Runtime
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ class ToolSpec:
     destructive: bool = False
     idempotent: bool = False
     title: str | None = None
+    exclude_none: bool = False  # omit null fields from results (action-style tools)
 
 
 @dataclass(frozen=True)
@@ -97,10 +98,11 @@ async def invoke(
     principal: Principal,
     arguments: Mapping[str, Any],
     observe: CallObserver | None = None,
+    progress: Progress | None = None,
 ) -> CallToolResult:
     """Validate, run, audit. Every failure becomes an `isError` result in the toolset's vocabulary."""
     started = time.perf_counter()
-    call = Call(runtime=runtime, principal=principal, tool=spec.name)
+    call = Call(runtime=runtime, principal=principal, tool=spec.name, progress=progress)
     outcome = "ok"
     try:
         try:
@@ -108,7 +110,7 @@ async def invoke(
         except ValidationError as exc:
             raise MemhubError(ErrorKind.INVALID, validation_message(exc)) from None
         output = await spec.handler(call, args)
-        result = _result(output.model_dump(mode="json"), error=False)
+        result = _result(output.model_dump(mode="json", exclude_none=spec.exclude_none), error=False)
         if not call.audited:
             await call.record("ok")
     except MemhubError as exc:
@@ -158,7 +160,7 @@ def _sdk_tool(
             principal = identity(ctx.headers)
         except MemhubError as exc:
             return _result(toolset.render_error(exc), error=True)
-        return await invoke(spec, toolset, runtime, principal, arguments, observe)
+        return await invoke(spec, toolset, runtime, principal, arguments, observe, ctx.report_progress)
 
     # The return annotation carries the output model, so the SDK publishes outputSchema.
     run.__annotations__ = {

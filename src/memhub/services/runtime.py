@@ -7,8 +7,9 @@ or fails and changes nothing (its failure is then recorded on its own).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -19,9 +20,10 @@ from memhub.store.base import Store, Tx
 
 if TYPE_CHECKING:
     from memhub.search.embedding import EmbeddingService
-    from memhub.search.engine import SearchEngine
+    from memhub.search.engine import SearchEngine, VectorBackfill
 
 T = TypeVar("T")
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 @dataclass
@@ -32,6 +34,8 @@ class Runtime:
     clock: Clock = field(default_factory=SystemClock)
     search: SearchEngine | None = None
     embedding: EmbeddingService | None = None
+    backfill: VectorBackfill | None = None
+    home: Path | None = None  # where backups go by default
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(4))
 
     async def in_thread(self, fn: Callable[[], T]) -> T:
@@ -48,6 +52,12 @@ class Call:
     tool: str
     detail: dict[str, Any] = field(default_factory=dict)
     audited: bool = False
+    progress: Progress | None = None
+
+    async def report(self, done: float, total: float | None, message: str | None = None) -> None:
+        """Progress of long work (reindex, import), as MCP progress notifications when asked for."""
+        if self.progress is not None:
+            await self.progress(done, total, message)
 
     async def transact(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in one write transaction together with this call's audit event."""
@@ -60,6 +70,8 @@ class Call:
 
         result = await self.runtime.in_thread(work)
         self.audited = True
+        if self.runtime.backfill is not None:
+            self.runtime.backfill.notify()  # new or changed text: give it a vector soon
         return result
 
     async def record(self, outcome: str) -> None:

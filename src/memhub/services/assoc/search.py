@@ -1,0 +1,259 @@
+"""Memory search: `memory(action='search')` and the `search` tool's five types.
+
+Ranked searches (semantic, advanced with a query, memory search) fuse BM25 and vector
+similarity through the search engine, keep hits whose calibrated similarity reaches
+`threshold`, and sort by the usage/importance-aware score of `ranking.py`. The other types
+are filters: tags (most matching tags first), timerange (newest first), advanced without a
+query (most important first), similar (nearest neighbours of one memory's vector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+import numpy as np
+
+from memhub.core.clock import isoformat, parse_iso
+from memhub.core.errors import ErrorKind, MemhubError, invalid
+from memhub.core.models import Scope, Viewer
+from memhub.services.assoc import access, ranking
+from memhub.services.assoc import models as m
+from memhub.services.assoc.access import MEMORY
+from memhub.services.assoc.ids import parse_mem, parse_proj
+from memhub.services.runtime import Call
+from memhub.store.base import ItemQuery, ItemRow, Tx
+
+CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
+ALPHA = 0.5  # vector weight in the fusion (docs/benchmarks.md)
+MAX_FILTERED = 2_000
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """Which domains a search covers, and which project/session rows qualify within them."""
+
+    domains: tuple[str, ...]
+    projects: frozenset[int] | None  # None: every project the caller belongs to
+    session_id: str | None  # session memories only from this session
+
+    def admits(self, row: ItemRow) -> bool:
+        if row.scope not in self.domains:
+            return False
+        if row.scope == Scope.PROJECT and self.projects is not None and row.project_id not in self.projects:
+            return False
+        return not (row.scope == Scope.SESSION and row.session_id != self.session_id)
+
+
+def scoped(
+    tx: Tx,
+    call: Call,
+    domains: Sequence[str] | None,
+    project_ids: Sequence[str] | None,
+    session_id: str | None,
+) -> Scoped:
+    session = (
+        session_id
+        if session_id is not None
+        else getattr(access.current_session(tx, call.principal), "id", None)
+    )
+    projects = frozenset(parse_proj(p) for p in project_ids) if project_ids else None
+    return Scoped(tuple(domains) if domains else m.DOMAINS, projects, session)
+
+
+ScopeFn = Callable[[Tx], Scoped]
+T = TypeVar("T")
+
+
+def _viewer(call: Call) -> Viewer:
+    return Viewer(principal=call.principal.id, now=isoformat(call.runtime.clock.now()))
+
+
+async def ranked(
+    call: Call,
+    query: str,
+    where: ItemQuery,
+    scope_of: ScopeFn,
+    limit: int,
+    threshold: float,
+) -> tuple[list[m.Memory], int]:
+    engine = call.runtime.search
+    if engine is None:
+        raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
+    hits = await engine.search(
+        _viewer(call),
+        query,
+        kinds=(MEMORY,),
+        k_txt=CANDIDATES,
+        k_vec=CANDIDATES,
+        k_final=CANDIDATES,
+        alpha=ALPHA,
+    )
+    vectors_used = call.runtime.embedding is not None and call.runtime.embedding.ready
+    embedder = call.runtime.embedding.id if vectors_used and call.runtime.embedding is not None else None
+    best_text = max((h.text_score for h in hits if h.text_score is not None), default=0.0)
+    by_id = {h.item_id: h for h in hits}
+
+    def work(tx: Tx) -> tuple[list[m.Memory], int]:
+        scope = scope_of(tx)
+        rows = tx.query_items(
+            access.viewer(tx, call.principal), replace(where, ids=list(by_id), limit=len(by_id) or 1)
+        )
+        scored = []
+        for row in rows:
+            hit = by_id[row.id]
+            sim = ranking.similarity(embedder, hit.vector_score, hit.text_score, best_text)
+            if scope.admits(row) and sim >= threshold:
+                rel = ranking.relevance(embedder, hit.vector_score, hit.text_score, best_text, ALPHA)
+                scored.append((ranking.score(rel, row.importance, row.access_count), sim, row))
+        scored.sort(key=lambda t: (-t[0], -t[2].id))
+        chosen = scored[:limit]
+        tx.touch_access([row.id for _, _, row in chosen])
+        memories = [
+            access.to_memory(replace(row, access_count=row.access_count + 1), score=score, similarity=sim)
+            for score, sim, row in chosen
+        ]
+        return memories, len(scored)
+
+    return await call.transact(work)
+
+
+async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
+    if args.query is None or not args.query.strip():
+        raise invalid("query is required to search")
+    where = ItemQuery(
+        kinds=(MEMORY,),
+        tags_any=args.tags or (),
+        categories=[args.category] if args.category else (),
+    )
+    projects = [args.project_id] if args.project_id else None
+    memories, _ = await ranked(
+        call,
+        args.query,
+        where,
+        lambda tx: scoped(tx, call, args.include_domains, projects, args.session_id),
+        args.limit,
+        args.threshold,
+    )
+    return m.MemoryOutput(action="search", memories=memories)
+
+
+def _filters(args: m.SearchInput) -> tuple[ItemQuery, Sequence[str] | None, Sequence[str] | None]:
+    f = args.filters or m.SearchFilters.model_validate({})
+    if f.importance_min is not None and f.importance_max is not None and f.importance_min > f.importance_max:
+        raise invalid("filters.importance_min is greater than filters.importance_max")
+    where = ItemQuery(
+        kinds=(MEMORY,),
+        categories=f.categories or (),
+        importance_min=f.importance_min,
+        importance_max=f.importance_max,
+    )
+    return where, f.domains, f.project_ids
+
+
+def _time(value: str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        return isoformat(parse_iso(value))
+    except ValueError:
+        raise invalid(f"{name} must be an ISO-8601 date-time such as 2024-01-01T00:00:00Z") from None
+
+
+async def _filtered(call: Call, args: m.SearchInput, where: ItemQuery, domains: Sequence[str] | None,
+                    projects: Sequence[str] | None, order: str) -> tuple[list[m.Memory], int]:  # fmt: skip
+    def work(tx: Tx) -> tuple[list[m.Memory], int]:
+        scope = scoped(tx, call, domains, projects, None)
+        rows = [
+            r
+            for r in tx.query_items(
+                access.viewer(tx, call.principal), replace(where, order="id_desc", limit=MAX_FILTERED)
+            )
+            if scope.admits(r)
+        ]
+        if order == "tags":
+            wanted = set(args.tags or ())
+            rows.sort(key=lambda r: (-len(wanted & set(r.tags)), -r.importance, -r.id))
+        elif order == "importance":
+            rows.sort(key=lambda r: (-r.importance, -r.id))
+        chosen = rows[: args.limit]
+        tx.touch_access([r.id for r in chosen])
+        return [access.to_memory(replace(r, access_count=r.access_count + 1)) for r in chosen], len(rows)
+
+    return await call.transact(work)
+
+
+async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int]:
+    if args.memory_id is None:
+        raise invalid("memory_id is required for a similar search")
+    engine, embedding = call.runtime.search, call.runtime.embedding
+    if engine is None or embedding is None:
+        raise MemhubError(
+            ErrorKind.UNAVAILABLE, "similar search needs an embedder (start memhub with --embedder e5)"
+        )
+    item_id = parse_mem(args.memory_id)
+
+    def source(tx: Tx) -> tuple[ItemRow, bytes | None]:
+        row = access.get_memory(tx, call.principal, args.memory_id)
+        return row, tx.get_vector(row.id, embedding.id)
+
+    row, blob = await call.runtime.in_thread(lambda: _read(call, source))
+    vec = np.frombuffer(blob, dtype="<f4") if blob else (await embedding.embed_passages([row.body]))[0]
+    hits = await engine.nearest(_viewer(call), vec, k=args.limit * 4 + 1, kinds=(MEMORY,))
+    sims = {i: ranking.calibrated(embedding.id, cos) for i, cos in hits if i != item_id}
+    where, domains, projects = _filters(args)
+
+    def work(tx: Tx) -> tuple[list[m.Memory], int]:
+        scope = scoped(tx, call, domains, projects, None)
+        rows = tx.query_items(
+            access.viewer(tx, call.principal), replace(where, ids=list(sims), limit=len(sims) or 1)
+        )
+        kept = sorted(
+            (r for r in rows if scope.admits(r) and sims[r.id] >= args.threshold), key=lambda r: -sims[r.id]
+        )
+        chosen = kept[: args.limit]
+        tx.touch_access([r.id for r in chosen])
+        return [access.to_memory(r, score=sims[r.id], similarity=sims[r.id]) for r in chosen], len(kept)
+
+    return await call.transact(work)
+
+
+def _read(call: Call, fn: Callable[[Tx], T]) -> T:
+    with call.runtime.store.transaction(write=False) as tx:
+        return fn(tx)
+
+
+async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
+    where, domains, projects = _filters(args)
+    if args.type in ("semantic", "advanced") and args.query is not None and args.query.strip():
+        memories, total = await ranked(
+            call,
+            args.query,
+            where,
+            lambda tx: scoped(tx, call, domains, projects, None),
+            args.limit,
+            args.threshold,
+        )
+    elif args.type == "semantic":
+        raise invalid("query is required for a semantic search")
+    elif args.type == "tags":
+        if not args.tags:
+            raise invalid("tags are required for a tags search")
+        memories, total = await _filtered(
+            call, args, replace(where, tags_any=args.tags), domains, projects, "tags"
+        )
+    elif args.type == "timerange":
+        start, end = _time(args.start_time, "start_time"), _time(args.end_time, "end_time")
+        if start is None and end is None:
+            raise invalid("start_time or end_time is required for a timerange search")
+        if start is not None and end is not None and start > end:
+            raise invalid("start_time is after end_time")
+        memories, total = await _filtered(
+            call, args, replace(where, created_from=start, created_to=end), domains, projects, "time"
+        )
+    elif args.type == "advanced":
+        memories, total = await _filtered(call, args, where, domains, projects, "importance")
+    else:
+        memories, total = await similar(call, args)
+    return m.SearchOutput(type=args.type, memories=memories, total=total)

@@ -1,0 +1,280 @@
+"""assoc `memory_manage`, `project`, `visualize` and `admin` through the real MCP client."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import counts
+from tests.mcp.conftest import Pair
+
+pytestmark = pytest.mark.anyio
+
+
+async def _seed(p: Pair) -> list[str]:
+    await p.a("user", action="create_session", session_name="seed")
+    ids = []
+    for content, domain, tags, category in [
+        ("TypeScriptの型安全性について", "user", ["typescript"], "lang"),
+        ('CSV, "quotes" and\nnewlines survive', "user", ["io", "csv"], "io"),
+        ("機械学習の評価指標はF1", "global", ["ml"], "research"),
+        ("今日のセッションのメモ", "session", [], None),
+    ]:
+        out = await p.a(
+            "memory",
+            action="store",
+            content=content,
+            domain=domain,
+            tags=tags,
+            **({"category": category} if category else {}),
+        )
+        ids.append(out["memory"]["id"])
+    return ids
+
+
+async def test_stats_and_categories(pair: Pair) -> None:
+    await _seed(pair)
+    stats = (await pair.a("memory_manage", action="stats"))["stats"]
+    assert stats["memories"] == 4 and stats["by_domain"] == {"user": 2, "global": 1, "session": 1}
+    assert stats["top_tags"]["typescript"] == 1
+    user_only = (await pair.a("memory_manage", action="stats", target_domain="user"))["stats"]
+    assert user_only["memories"] == 2
+    categories = await pair.a("memory_manage", action="list_categories")
+    assert categories["categories"] == {"lang": 1, "io": 1, "research": 1}
+    bob = (await pair.b("memory_manage", action="stats"))["stats"]
+    assert bob["memories"] == 1  # only the global one
+
+
+async def test_export_import_round_trip_json(pair: Pair) -> None:
+    ids = await _seed(pair)
+    await pair.a("memory", action="update", memory_id=ids[1], related_memory_ids=[ids[0]])
+    exported = await pair.a("memory_manage", action="export", export_format="json")
+    assert exported["count"] == 4
+    data = json.loads(exported["data"])
+    assert data["format"] == "memhub.assoc.export/v1"
+    assert any(a["type"] == "manual" for a in data["associations"])
+
+    imported = await pair.b(
+        "memory_manage",
+        action="import",
+        import_data=json.dumps(
+            [{k: v for k, v in r.items()} for r in data["memories"] if r["domain"] != "session"]
+        ),
+    )
+    assert imported["count"] == 3
+    # a full re-import by alice keeps contents, tags, categories and the manual association
+    again = await pair.a("memory_manage", action="import", import_data=exported["data"])
+    assert again["count"] == 4
+    second = json.loads((await pair.a("memory_manage", action="export", target_domain="user"))["data"])
+    originals = {r["content"]: r for r in data["memories"] if r["domain"] == "user"}
+    copies = [r for r in second["memories"] if r["id"] not in ids]
+    assert {r["content"] for r in copies} == set(originals)
+    for copy in copies:
+        source = originals[copy["content"]]
+        assert (copy["tags"], copy["category"], copy["importance"]) == (
+            source["tags"],
+            source["category"],
+            source["importance"],
+        )
+    assert any(a["type"] == "manual" for a in second["associations"])
+
+
+async def test_export_csv_and_markdown(pair: Pair) -> None:
+    await _seed(pair)
+    out = await pair.a("memory_manage", action="export", export_format="csv", target_domain="user")
+    rows = list(csv.DictReader(io.StringIO(out["data"])))
+    assert {r["content"] for r in rows} == {
+        "TypeScriptの型安全性について",
+        'CSV, "quotes" and\nnewlines survive',
+    }
+    assert {r["tags"] for r in rows} == {"typescript", "io;csv"}
+    md = (await pair.a("memory_manage", action="export", export_format="markdown"))["data"]
+    assert md.startswith("# Memories (4)") and "> TypeScriptの型安全性について" in md
+
+
+async def test_bad_import_names_the_line_and_writes_nothing(pair: Pair) -> None:
+    await _seed(pair)
+    exported = (await pair.a("memory_manage", action="export"))["data"]
+    lines = exported.splitlines()
+    broken_line = 3  # the second memory record
+    record = json.loads(lines[broken_line - 1].rstrip(","))
+    record["domain"] = "galaxy"
+    lines[broken_line - 1] = json.dumps(record, ensure_ascii=False) + ","
+    before = counts(pair.container.settings.db_path)
+    err = await pair.a_err("memory_manage", action="import", import_data="\n".join(lines))
+    assert err["error"]["code"] == "invalid_parameter"
+    assert f"line {broken_line}" in err["error"]["message"] and "record 2" in err["error"]["message"]
+    for bad in [
+        "{not json",
+        "[1, 2]",
+        '{"memories": 5}',
+        '[{"content": "x", "domain": "project", "project": "nope"}]',
+    ]:
+        assert (await pair.a_err("memory_manage", action="import", import_data=bad))["error"]["code"] in (
+            "invalid_parameter",
+            "not_found",
+        )
+    assert counts(pair.container.settings.db_path) == before
+
+
+async def test_change_domain_batch_delete_cleanup(pair: Pair) -> None:
+    ids = await _seed(pair)
+    project = (await pair.a("project", action="create", name="p"))["project"]["id"]
+    moved = await pair.a(
+        "memory_manage", action="change_domain", memory_ids=ids[:2], new_domain="project", project_id=project
+    )
+    assert moved["count"] == 2
+    assert (await pair.a("memory", action="get", memory_id=ids[0]))["memory"]["project_id"] == project
+
+    # all or nothing: bob owns none of these
+    before = counts(pair.container.settings.db_path)
+    err = await pair.b_err("memory_manage", action="batch_delete", memory_ids=[ids[2]])
+    assert err["error"]["code"] == "permission_denied"
+    err = await pair.a_err("memory_manage", action="batch_delete", memory_ids=[ids[0], "mem_999999"])
+    assert err["error"]["code"] == "not_found"
+    assert counts(pair.container.settings.db_path) == before
+    dry = await pair.a("memory_manage", action="batch_delete", memory_ids=ids[:2], dry_run=True)
+    assert dry["count"] == 2 and counts(pair.container.settings.db_path) == before
+    await pair.a("memory_manage", action="batch_delete", memory_ids=ids[:2])
+    assert (await pair.a_err("memory", action="get", memory_id=ids[1]))["error"]["code"] == "not_found"
+
+    kept = await pair.a(
+        "memory_manage", action="cleanup", target_domain="session", cleanup_before="2000-01-01T00:00:00Z"
+    )
+    assert kept["count"] == 0
+    gone = await pair.a(
+        "memory_manage", action="cleanup", target_domain="session", cleanup_before="2999-01-01T00:00:00Z"
+    )
+    assert gone["count"] == 1
+    assert (
+        await pair.a_err("memory_manage", action="cleanup", target_domain="user", cleanup_before="2999-01-01")
+    )["error"]["code"] == "invalid_parameter"
+    assert (await pair.a_err("memory_manage", action="cleanup", cleanup_before="soon"))["error"]["code"] == (
+        "invalid_parameter"
+    )
+
+
+async def test_project_lifecycle(pair: Pair) -> None:
+    pid = (await pair.a("project", action="create", name="life", description="d"))["project"]["id"]
+    assert (await pair.a_err("project", action="create", name="life"))["error"]["code"] == "conflict"
+    await pair.a("project", action="update", project_id=pid, description="new")
+    got = (await pair.a("project", action="get", project_id=pid))["project"]
+    assert got["description"] == "new" and got["members"] == [
+        {"user_id": "alice", "role": "owner", "joined_at": got["members"][0]["joined_at"]}
+    ]
+    await pair.a("memory", action="store", content="inside", domain="project", project_id=pid)
+    err = await pair.a_err("project", action="delete", project_id=pid)
+    assert err["error"]["code"] == "invalid_parameter" and "force" in err["error"]["message"]
+    assert (await pair.b_err("project", action="delete", project_id=pid, force=True))["error"][
+        "code"
+    ] == "not_found"
+    assert (await pair.a("project", action="delete", project_id=pid, force=True))["deleted"] == pid
+    assert (await pair.a_err("project", action="get", project_id=pid))["error"]["code"] == "not_found"
+    assert (await pair.a_err("project", action="remove_member", project_id="proj_1", user_id="alice"))[
+        "error"
+    ]["code"] in ("invalid_parameter", "not_found")
+
+
+@pytest.mark.parametrize(
+    "kind", ["memory_map", "stats_dashboard", "domain_graph", "timeline", "category_chart"]
+)
+async def test_visualize_renders_real_formats(pair: Pair, kind: str) -> None:
+    ids = await _seed(pair)
+    await pair.a(
+        "memory",
+        action="store",
+        content="<script>alert('x')</script> SQLite",
+        domain="user",
+        related_memory_ids=[ids[0]],
+    )
+    extra = {"center_memory_id": ids[0]} if kind == "memory_map" else {}
+    for fmt in ("svg", "html", "json", "graphviz"):
+        out = await pair.a("visualize", type=kind, format=fmt, **extra)
+        content = out["content"]
+        assert len(content) < 500_000
+        if fmt in ("svg", "html"):
+            assert "<script>alert" not in content  # user text is escaped where a browser renders it
+        if fmt == "svg":
+            assert ET.fromstring(content).tag.endswith("svg")
+        elif fmt == "html":
+            assert content.lower().startswith("<!doctype html>") and "<svg" in content
+        elif fmt == "json":
+            json.loads(content)
+        else:
+            assert "graph" in content.split("{", 1)[0]
+            if shutil.which("dot"):
+                done = subprocess.run(
+                    ["dot", "-Tsvg"], input=content, capture_output=True, text=True, timeout=30
+                )
+                assert done.returncode == 0, done.stderr
+    if kind == "memory_map":
+        assert (await pair.a("visualize", type=kind, format="json", **extra))["nodes"] >= 2
+        assert (await pair.b_err("visualize", type=kind, center_memory_id=ids[0]))["error"][
+            "code"
+        ] == "not_found"
+
+
+async def test_admin_actions(pair: Pair, tmp_path: Path) -> None:
+    ids = await _seed(pair)
+    health = await pair.b("admin", action="health_check")
+    assert health["status"] == "ok" and health["details"]["database"] == "ok", health
+    assert (await pair.b_err("admin", action="system_stats"))["error"]["code"] == "permission_denied"
+    assert (await pair.b_err("admin", action="backup", backup_path=str(tmp_path / "x.db")))["error"][
+        "code"
+    ] == ("permission_denied")
+    stats = await pair.a("admin", action="system_stats")
+    assert stats["details"]["tables"]["items"] == 4
+
+    backup = tmp_path / "backup.db"
+    made = await pair.a("admin", action="backup", backup_path=str(backup))
+    assert backup.is_file() and made["details"]["bytes"] > 0
+    assert (await pair.a_err("admin", action="backup", backup_path=str(backup)))["error"][
+        "code"
+    ] == "conflict"
+    partial = tmp_path / "partial.db"
+    await pair.a("admin", action="backup", backup_path=str(partial), include_data=["projects", "sessions"])
+
+    later = (await pair.a("memory", action="store", content="written after the backup", domain="user"))[
+        "memory"
+    ]["id"]
+    verified = await pair.a("admin", action="restore", backup_path=str(backup))
+    assert verified["status"] == "verified" and (await pair.a("memory", action="get", memory_id=later))
+    restored = await pair.a("admin", action="restore", backup_path=str(backup), force=True)
+    assert restored["details"]["restored"] is True
+    assert (await pair.a_err("memory", action="get", memory_id=later))["error"]["code"] == "not_found"
+    assert (await pair.a("memory", action="get", memory_id=ids[0]))["memory"][
+        "content"
+    ] == "TypeScriptの型安全性について"
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database at all" * 100)
+    assert (await pair.a_err("admin", action="restore", backup_path=str(garbage), force=True))["error"][
+        "code"
+    ] == ("invalid_parameter")
+    assert (await pair.a_err("admin", action="restore", backup_path=str(tmp_path / "missing.db")))["error"][
+        "code"
+    ] == "not_found"
+
+    reindexed = await pair.a("admin", action="reindex")
+    assert reindexed["details"]["text_indexed"] == 4 and reindexed["details"]["vectors_embedded"] == 4
+    found = await pair.a("memory", action="search", query="TypeScript", threshold=0.0)
+    assert found["memories"][0]["id"] == ids[0]
+    cleaned = await pair.a("admin", action="cleanup_orphans")
+    assert set(cleaned["details"]["removed"]) >= {"expired_items", "dangling_links", "stale_vectors"}
+
+    config = {"source_domain": "user", "target_domain": "global", "filter_criteria": {"category": "lang"}}
+    dry = await pair.a("admin", action="migrate_domain", migration_config=config)
+    assert dry["status"] == "dry_run" and dry["details"]["matched"] == 1
+    assert (await pair.b_err("memory", action="get", memory_id=ids[0]))["error"]["code"] == "not_found"
+    await pair.a("admin", action="migrate_domain", migration_config=config, force=True)
+    assert (await pair.b("memory", action="get", memory_id=ids[0]))["memory"]["domain"] == "global"
+    bad = {"source_domain": "user", "target_domain": "project", "filter_criteria": {}}
+    assert (await pair.a_err("admin", action="migrate_domain", migration_config=bad))["error"]["code"] == (
+        "invalid_parameter"
+    )
