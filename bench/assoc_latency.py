@@ -49,9 +49,16 @@ def seed(db: Path, n: int, embedder_name: str) -> None:
     assert embedder is not None
     embedder.load()
     pool = texts(POOL, seed=5)
-    started = time.perf_counter()
-    vectors = np.vstack([embedder.embed_passages(pool[i : i + 32]) for i in range(0, POOL, 32)]).astype("<f4")
-    print(f"  embedded a pool of {POOL} texts in {time.perf_counter() - started:.0f}s", flush=True)
+    cache = Path(__file__).resolve().parent / "results" / f"pool-{embedder.id.replace('/', '-')}-{POOL}.npy"
+    if cache.exists():
+        vectors = np.load(cache)
+    else:
+        started = time.perf_counter()
+        batches = [embedder.embed_passages(pool[i : i + 32]) for i in range(0, POOL, 32)]
+        vectors = np.vstack(batches).astype("<f4")
+        print(f"  embedded a pool of {POOL} texts in {time.perf_counter() - started:.0f}s", flush=True)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.save(cache, vectors)
     store = SqliteStore(db)
     rng = random.Random(1)
     with store.transaction(write=True) as tx:

@@ -119,7 +119,7 @@ UPDATABLE = frozenset(
 GROUPABLE = frozenset({"scope", "category", "kind", "project_id", "session_id", "owner"})
 
 
-Order = Literal["id_asc", "id_desc"]
+Order = Literal["id_asc", "id_desc", "importance_desc", "tag_matches"]
 
 
 @dataclass(slots=True)
@@ -145,7 +145,12 @@ class ItemQuery:
     importance_max: float | None = None
     created_from: str | None = None  # inclusive ISO timestamps
     created_to: str | None = None
-    order: Order = "id_asc"
+    # Per-scope restrictions: project rows only from these projects; session rows only from this
+    # session (set `restrict_sessions` with `session_of_scope` None to exclude session rows).
+    scope_projects: Sequence[int] | None = None
+    restrict_sessions: bool = False
+    session_of_scope: str | None = None
+    order: Order = "id_asc"  # tag_matches: most of `tags_any` first, then importance, newest
     limit: int = 30
 
 

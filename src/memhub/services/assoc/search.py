@@ -38,6 +38,16 @@ class Scoped:
     projects: frozenset[int] | None  # None: every project the caller belongs to
     session_id: str | None  # session memories only from this session
 
+    def restrict(self, query: ItemQuery) -> ItemQuery:
+        """The same rules as `admits`, as store filters (so SQL can order and limit)."""
+        return replace(
+            query,
+            scopes=self.domains,
+            scope_projects=sorted(self.projects) if self.projects is not None else None,
+            restrict_sessions=True,
+            session_of_scope=self.session_id,
+        )
+
     def admits(self, row: ItemRow) -> bool:
         if row.scope not in self.domains:
             return False
@@ -161,25 +171,22 @@ def _time(value: str | None, name: str) -> str | None:
         raise invalid(f"{name} must be an ISO-8601 date-time such as 2024-01-01T00:00:00Z") from None
 
 
-async def _filtered(call: Call, args: m.SearchInput, where: ItemQuery, domains: Sequence[str] | None,
-                    projects: Sequence[str] | None, order: str) -> tuple[list[m.Memory], int]:  # fmt: skip
+async def _filtered(
+    call: Call,
+    args: m.SearchInput,
+    where: ItemQuery,
+    domains: Sequence[str] | None,
+    projects: Sequence[str] | None,
+) -> tuple[list[m.Memory], int]:
+    """A filter search, ordered in the store (tags: most matching first; else by `where.order`)."""
+
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
-        scope = scoped(tx, call, domains, projects, None)
-        rows = [
-            r
-            for r in tx.query_items(
-                access.viewer(tx, call.principal), replace(where, order="id_desc", limit=MAX_FILTERED)
-            )
-            if scope.admits(r)
-        ]
-        if order == "tags":
-            wanted = set(args.tags or ())
-            rows.sort(key=lambda r: (-len(wanted & set(r.tags)), -r.importance, -r.id))
-        elif order == "importance":
-            rows.sort(key=lambda r: (-r.importance, -r.id))
-        chosen = rows[: args.limit]
-        tx.touch_access([r.id for r in chosen])
-        return [access.to_memory(replace(r, access_count=r.access_count + 1)) for r in chosen], len(rows)
+        viewer = access.viewer(tx, call.principal)
+        query = scoped(tx, call, domains, projects, None).restrict(where)
+        rows = tx.query_items(viewer, replace(query, limit=args.limit))
+        total = tx.count_items(viewer, replace(query, order="id_asc"))
+        tx.touch_access([r.id for r in rows])
+        return [access.to_memory(replace(r, access_count=r.access_count + 1)) for r in rows], total
 
     return await call.transact(work)
 
@@ -240,20 +247,20 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
     elif args.type == "tags":
         if not args.tags:
             raise invalid("tags are required for a tags search")
-        memories, total = await _filtered(
-            call, args, replace(where, tags_any=args.tags), domains, projects, "tags"
-        )
+        tagged = replace(where, tags_any=args.tags, order="tag_matches")
+        memories, total = await _filtered(call, args, tagged, domains, projects)
     elif args.type == "timerange":
         start, end = _time(args.start_time, "start_time"), _time(args.end_time, "end_time")
         if start is None and end is None:
             raise invalid("start_time or end_time is required for a timerange search")
         if start is not None and end is not None and start > end:
             raise invalid("start_time is after end_time")
-        memories, total = await _filtered(
-            call, args, replace(where, created_from=start, created_to=end), domains, projects, "time"
-        )
+        timed = replace(where, created_from=start, created_to=end, order="id_desc")
+        memories, total = await _filtered(call, args, timed, domains, projects)
     elif args.type == "advanced":
-        memories, total = await _filtered(call, args, where, domains, projects, "importance")
+        memories, total = await _filtered(
+            call, args, replace(where, order="importance_desc"), domains, projects
+        )
     else:
         memories, total = await similar(call, args)
     return m.SearchOutput(type=args.type, memories=memories, total=total)

@@ -207,7 +207,15 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
 
     def query_items(self, viewer: Viewer, query: ItemQuery) -> list[ItemRow]:
         where, args = self._where(viewer, query)
-        order = "i.id ASC" if query.order == "id_asc" else "i.id DESC"
+        order = {
+            "id_asc": "i.id ASC",
+            "id_desc": "i.id DESC",
+            "importance_desc": "i.importance DESC, i.id DESC",
+            "tag_matches": "(SELECT count(*) FROM item_tags t WHERE t.item_id = i.id AND t.tag IN"
+            f" ({placeholders(query.tags_any) or 'NULL'})) DESC, i.importance DESC, i.id DESC",
+        }[query.order]
+        if query.order == "tag_matches":
+            args = [*args, *query.tags_any]
         sql = f"SELECT i.* FROM items i WHERE {where} ORDER BY {order} LIMIT ?"
         return [item_from_row(r) for r in self.conn.execute(sql, [*args, query.limit])]
 
