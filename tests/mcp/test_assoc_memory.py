@@ -138,6 +138,17 @@ async def test_sessions_scope_session_memories(pair: Pair) -> None:
     sessions = await pair.a("user", action="get_sessions")
     assert {s["id"] for s in sessions["sessions"]} == {first["id"], second["id"]}
 
+    # filter searches apply the same rule: only the current session's memories
+    tagged = await pair.a("memory", action="store", content="tagged in second", domain="session", tags=["s"])
+    await pair.a("user", action="switch_session", session_id=second["id"])
+    assert (await pair.a("search", type="tags", tags=["s"]))["memories"] == []
+    everything = await pair.a("search", type="timerange", start_time="2000-01-01T00:00:00Z")
+    assert tagged["memory"]["id"] not in [m["id"] for m in everything["memories"]]
+    await pair.a("user", action="switch_session", session_id=first["id"])
+    assert [m["id"] for m in (await pair.a("search", type="tags", tags=["s"]))["memories"]] == [
+        tagged["memory"]["id"]
+    ]
+
     ended = await pair.a("user", action="end_session", session_id=first["id"])
     assert ended["session"]["status"] == "ended"
     assert "current_session" not in await pair.a("user", action="get_current")

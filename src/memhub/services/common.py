@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from memhub.core.errors import forbidden, invalid, not_found
-from memhub.core.models import WRITE_ROLES, Principal, ProjectRole
+from memhub.core.models import WRITE_ROLES, Principal
 from memhub.store.base import ProjectRow, Tx
 
 MAX_ID = 2**63 - 1  # SQLite INTEGER; larger values would overflow the driver
@@ -70,8 +70,3 @@ def current_project(tx: Tx, actor: Principal) -> ProjectRow:
     if tx.member_role(project.id, actor.id) is None:
         raise not_found(f"project {name!r} not found")
     return project
-
-
-def ensure_member_role(tx: Tx, project: ProjectRow, actor: Principal, role: ProjectRole) -> None:
-    if tx.member_role(project.id, actor.id) is None:
-        tx.set_member(project.id, actor.id, role)

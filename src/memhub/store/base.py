@@ -119,7 +119,7 @@ UPDATABLE = frozenset(
 GROUPABLE = frozenset({"scope", "category", "kind", "project_id", "session_id", "owner"})
 
 
-Order = Literal["id_asc", "id_desc", "importance_desc", "tag_matches"]
+Order = Literal["id_asc", "id_desc", "importance_desc", "created_desc"]
 
 
 @dataclass(slots=True)
@@ -140,6 +140,7 @@ class ItemQuery:
     ids: Sequence[int] = ()
     project_ids: Sequence[int] = ()
     tags_any: Sequence[str] = ()  # at least one of these tags
+    tags_all: Sequence[str] = ()  # every one of these tags
     categories: Sequence[str] = ()
     importance_min: float | None = None
     importance_max: float | None = None
@@ -150,7 +151,7 @@ class ItemQuery:
     scope_projects: Sequence[int] | None = None
     restrict_sessions: bool = False
     session_of_scope: str | None = None
-    order: Order = "id_asc"  # tag_matches: most of `tags_any` first, then importance, newest
+    order: Order = "id_asc"
     limit: int = 30
 
 
@@ -222,7 +223,7 @@ class Tx(Protocol):
     def update_item(self, item_id: int, changes: dict[str, Any]) -> ItemRow: ...
     def delete_items(self, ids: Sequence[int]) -> int: ...
     def touch_access(self, ids: Sequence[int]) -> None: ...
-    def count_items(self, viewer: Viewer, query: ItemQuery) -> int: ...
+    def count_items(self, viewer: Viewer, query: ItemQuery, cap: int | None = None) -> int: ...
     def group_counts(self, viewer: Viewer, query: ItemQuery, column: str) -> dict[str, int]: ...
     def tag_counts(self, viewer: Viewer, query: ItemQuery, limit: int) -> dict[str, int]: ...
 

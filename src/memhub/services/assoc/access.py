@@ -11,7 +11,7 @@ from memhub.core.errors import forbidden, invalid, not_found
 from memhub.core.models import WRITE_ROLES, Principal, Scope, Viewer
 from memhub.services.assoc import models as m
 from memhub.services.assoc.ids import mem_id, parse_mem, parse_proj, proj_id
-from memhub.store.base import ItemRow, SessionRow, Tx
+from memhub.store.base import ItemQuery, ItemRow, SessionRow, Tx
 
 MEMORY = "memory"
 
@@ -79,6 +79,17 @@ def target(
     if project_id is not None:
         raise invalid(f"project_id only applies to the project domain, not {domain}")
     return Target(Scope(domain), None, None)
+
+
+def memories_in(domain: str | None, project_id: str | None, session_id: str | None, limit: int) -> ItemQuery:
+    """Memories of one domain / project / session (each optional): the filter of stats, exports, charts."""
+    return ItemQuery(
+        kinds=(MEMORY,),
+        scopes=[domain] if domain is not None else (),
+        project_id=parse_proj(project_id) if project_id is not None else None,
+        session_id=session_id,
+        limit=limit,
+    )
 
 
 def get_memory(tx: Tx, actor: Principal, memory_id: str | None) -> ItemRow:

@@ -21,7 +21,7 @@ from memhub.core.hashing import content_hash
 from memhub.services.assoc import access
 from memhub.services.assoc import models as m
 from memhub.services.assoc.access import MEMORY
-from memhub.services.assoc.ids import mem_id, parse_mem, parse_proj, proj_id
+from memhub.services.assoc.ids import mem_id, parse_mem, proj_id
 from memhub.services.assoc.memories import ASSOCIATION
 from memhub.services.common import SafeText
 from memhub.services.runtime import Call
@@ -49,14 +49,7 @@ class ImportRecord(BaseModel):
 
 
 def _where(tx: Tx, call: Call, args: m.ManageInput) -> ItemQuery:
-    query = ItemQuery(kinds=(MEMORY,), limit=MAX_EXPORT + 1)
-    if args.target_domain is not None:
-        query = replace(query, scopes=[args.target_domain])
-    if args.project_id is not None:
-        query = replace(query, project_id=parse_proj(args.project_id))
-    if args.session_id is not None:
-        query = replace(query, session_id=args.session_id)
-    return query
+    return access.memories_in(args.target_domain, args.project_id, args.session_id, MAX_EXPORT + 1)
 
 
 def _stats(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:

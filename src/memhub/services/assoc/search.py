@@ -27,7 +27,7 @@ from memhub.store.base import ItemQuery, ItemRow, Tx
 
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
 ALPHA = 0.5  # vector weight in the fusion (docs/benchmarks.md)
-MAX_FILTERED = 2_000
+MAX_TOTAL = 1_000  # filter searches count matches up to this
 
 
 @dataclass(frozen=True)
@@ -174,17 +174,21 @@ def _time(value: str | None, name: str) -> str | None:
 async def _filtered(
     call: Call,
     args: m.SearchInput,
-    where: ItemQuery,
+    queries: list[ItemQuery],
     domains: Sequence[str] | None,
     projects: Sequence[str] | None,
 ) -> tuple[list[m.Memory], int]:
-    """A filter search, ordered in the store (tags: most matching first; else by `where.order`)."""
+    """A filter search ordered in the store: the queries' results in turn, up to `limit`."""
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
         viewer = access.viewer(tx, call.principal)
-        query = scoped(tx, call, domains, projects, None).restrict(where)
-        rows = tx.query_items(viewer, replace(query, limit=args.limit))
-        total = tx.count_items(viewer, replace(query, order="id_asc"))
+        scope = scoped(tx, call, domains, projects, None)
+        rows: list[ItemRow] = []
+        for query in queries:
+            seen = [r.id for r in rows]
+            found = tx.query_items(viewer, replace(scope.restrict(query), limit=args.limit + len(seen)))
+            rows += [r for r in found if r.id not in seen][: args.limit - len(rows)]
+        total = tx.count_items(viewer, replace(scope.restrict(queries[-1]), order="id_asc"), cap=MAX_TOTAL)
         tx.touch_access([r.id for r in rows])
         return [access.to_memory(replace(r, access_count=r.access_count + 1)) for r in rows], total
 
@@ -247,20 +251,22 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
     elif args.type == "tags":
         if not args.tags:
             raise invalid("tags are required for a tags search")
-        tagged = replace(where, tags_any=args.tags, order="tag_matches")
-        memories, total = await _filtered(call, args, tagged, domains, projects)
+        every = replace(where, tags_all=args.tags, order="id_desc")  # memories with all the tags first
+        some = replace(where, tags_any=args.tags, order="id_desc")
+        memories, total = await _filtered(
+            call, args, [every, some] if len(args.tags) > 1 else [some], domains, projects
+        )
     elif args.type == "timerange":
         start, end = _time(args.start_time, "start_time"), _time(args.end_time, "end_time")
         if start is None and end is None:
             raise invalid("start_time or end_time is required for a timerange search")
         if start is not None and end is not None and start > end:
             raise invalid("start_time is after end_time")
-        timed = replace(where, created_from=start, created_to=end, order="id_desc")
-        memories, total = await _filtered(call, args, timed, domains, projects)
+        timed = replace(where, created_from=start, created_to=end, order="created_desc")
+        memories, total = await _filtered(call, args, [timed], domains, projects)
     elif args.type == "advanced":
-        memories, total = await _filtered(
-            call, args, replace(where, order="importance_desc"), domains, projects
-        )
+        by_importance = replace(where, order="importance_desc")
+        memories, total = await _filtered(call, args, [by_importance], domains, projects)
     else:
         memories, total = await similar(call, args)
     return m.SearchOutput(type=args.type, memories=memories, total=total)

@@ -28,13 +28,7 @@ SCAN = 50_000  # memories read for charts; beyond it charts say truncated
 
 
 def _where(args: m.VisualizeInput) -> ItemQuery:
-    query = ItemQuery(kinds=(MEMORY,), limit=SCAN + 1)
-    if args.target_domain is not None:
-        query = replace(query, scopes=[args.target_domain])
-    if args.project_id is not None:
-        query = replace(query, project_id=parse_proj(args.project_id))
-    if args.session_id is not None:
-        query = replace(query, session_id=args.session_id)
+    query = access.memories_in(args.target_domain, args.project_id, args.session_id, SCAN + 1)
     if args.time_range is not None:
         try:
             start = isoformat(parse_iso(args.time_range.start)) if args.time_range.start else None

@@ -15,6 +15,8 @@ from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
 
+FREQUENT_TAG_ROWS = 2_000
+
 _ITEM_COLUMNS = (
     "kind, project_id, session_id, parent_id, owner, scope, boundary_class, status, title, body,"
     " norm_text, tags, attrs, content_hash, importance, created_at, updated_at, expires_at, category"
@@ -199,11 +201,30 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
                 where.append(f"i.{column} {op} ?")
                 args.append(value)
         if query.tags_any:
-            where.append(
-                f"i.id IN (SELECT item_id FROM item_tags WHERE tag IN ({placeholders(query.tags_any)}))"
-            )
+            # A frequent tag: walk items in id order and stop at the limit (`+` keeps the planner
+            # from looking up every tagged id and sorting them); a rare tag: look its ids up.
+            frequent = self._tag_rows(query.tags_any) > FREQUENT_TAG_ROWS
+            tagged = f"SELECT item_id FROM item_tags WHERE tag IN ({placeholders(query.tags_any)})"
+            where.append(f"{'+' if frequent else ''}i.id IN ({tagged})")
             args.extend(query.tags_any)
+        if query.tags_all:
+            where.append(
+                f"i.id IN (SELECT item_id FROM item_tags WHERE tag IN ({placeholders(query.tags_all)})"
+                " GROUP BY item_id HAVING count(*) = ?)"
+            )
+            args.extend([*query.tags_all, len(set(query.tags_all))])
+        if query.scope_projects is not None:
+            listed = placeholders(query.scope_projects) or "NULL"
+            where.append(f"(i.scope != 'project' OR i.project_id IN ({listed}))")
+            args.extend(query.scope_projects)
+        if query.restrict_sessions:
+            where.append("(i.scope != 'session' OR i.session_id IS ?)")
+            args.append(query.session_of_scope)
         return " AND ".join(where), args
+
+    def _tag_rows(self, tags: Sequence[str]) -> int:
+        sql = f"SELECT count(*) FROM item_tags WHERE tag IN ({placeholders(tags)})"
+        return int(self.conn.execute(sql, list(tags)).fetchone()[0])
 
     def query_items(self, viewer: Viewer, query: ItemQuery) -> list[ItemRow]:
         where, args = self._where(viewer, query)
@@ -211,17 +232,17 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             "id_asc": "i.id ASC",
             "id_desc": "i.id DESC",
             "importance_desc": "i.importance DESC, i.id DESC",
-            "tag_matches": "(SELECT count(*) FROM item_tags t WHERE t.item_id = i.id AND t.tag IN"
-            f" ({placeholders(query.tags_any) or 'NULL'})) DESC, i.importance DESC, i.id DESC",
+            "created_desc": "i.created_at DESC, i.id DESC",
         }[query.order]
-        if query.order == "tag_matches":
-            args = [*args, *query.tags_any]
         sql = f"SELECT i.* FROM items i WHERE {where} ORDER BY {order} LIMIT ?"
         return [item_from_row(r) for r in self.conn.execute(sql, [*args, query.limit])]
 
-    def count_items(self, viewer: Viewer, query: ItemQuery) -> int:
+    def count_items(self, viewer: Viewer, query: ItemQuery, cap: int | None = None) -> int:
+        """How many items match (at most `cap`, which bounds the work)."""
         where, args = self._where(viewer, query)
-        return int(self.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", args).fetchone()[0])
+        limit = " LIMIT ?" if cap is not None else ""
+        sql = f"SELECT count(*) FROM (SELECT 1 FROM items i WHERE {where}{limit})"
+        return int(self.conn.execute(sql, [*args, cap] if cap is not None else args).fetchone()[0])
 
     def group_counts(self, viewer: Viewer, query: ItemQuery, column: str) -> dict[str, int]:
         if column not in GROUPABLE:

@@ -3,6 +3,7 @@
 ALTER TABLE items ADD COLUMN category TEXT;
 CREATE INDEX items_category ON items(category) WHERE category IS NOT NULL;
 CREATE INDEX items_kind_id ON items(kind, id);
+CREATE INDEX items_kind_importance ON items(kind, importance, id);
 CREATE INDEX links_src ON links(src, type);
 
 -- Tags as rows, so tag search is an index lookup rather than a JSON scan. Columns are in key
