@@ -13,9 +13,7 @@ client times memory.store, memory.search, search(semantic), search(tags), memory
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -28,20 +26,15 @@ import numpy as np
 from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import MEMHUB, RESULTS, print_table, time_calls, write_report
 from corpus import SUBJECTS_EN, SUBJECTS_JA, texts
 from memhub.search import make_embedder
 from memhub.store.base import NewItem
 from memhub.store.sqlite import SqliteStore
 
-MEMHUB = str(Path(sys.executable).with_name("memhub"))
 POOL = 2000
 TAGS = ["db", "deploy", "auth", "ui", "perf", "security", "test", "docs", "infra", "api"]
 CATEGORIES = ["decision", "preference", "fact", "todo", "research"]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def seed(db: Path, n: int, embedder_name: str) -> None:
@@ -49,7 +42,7 @@ def seed(db: Path, n: int, embedder_name: str) -> None:
     assert embedder is not None
     embedder.load()
     pool = texts(POOL, seed=5)
-    cache = Path(__file__).resolve().parent / "results" / f"pool-{embedder.id.replace('/', '-')}-{POOL}.npy"
+    cache = RESULTS / f"pool-{embedder.id.replace('/', '-')}-{POOL}.npy"
     if cache.exists():
         vectors = np.load(cache)
     else:
@@ -141,19 +134,7 @@ async def measure(db: Path, n: int, embedder: str, queries: int) -> dict[str, di
         }
         for _ in range(10):
             await client.call_tool("memory", {"action": "search", "query": "warm up", "threshold": 0.0})
-        for name, make in ops.items():
-            samples = []
-            for i in range(queries):
-                tool, arguments = make(i)
-                started = time.perf_counter()
-                result = await client.call_tool(tool, arguments)
-                samples.append((time.perf_counter() - started) * 1000)
-                assert not result.is_error, result.content
-            results[name] = {
-                "p50_ms": round(pct(samples, 0.5), 1),
-                "p95_ms": round(pct(samples, 0.95), 1),
-                "mean_ms": round(statistics.fmean(samples), 1),
-            }
+        results = await time_calls(client, ops, queries, 1)
     return results
 
 
@@ -164,9 +145,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--embedder", default="e5")
-    parser.add_argument(
-        "--out", default=str(Path(__file__).resolve().parent / "results" / "assoc_latency.json")
-    )
+    parser.add_argument("--out", default=str(RESULTS / "assoc_latency.json"))
     args = parser.parse_args()
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "embedder": args.embedder, "sizes": {}}
     for size in [int(x) for x in args.sizes.split(",")]:
@@ -182,13 +161,8 @@ def main() -> None:
             f"{size:,} memories (seeded in {seeded:.0f}s), embedder {args.embedder},"
             f" {args.queries} calls each"
         )
-        print(f"{'operation':<18}{'p50 ms':>9}{'p95 ms':>9}")
-        for name, r in results.items():
-            print(f"{name:<18}{r['p50_ms']:>9.1f}{r['p95_ms']:>9.1f}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, ensure_ascii=False))
-    print(f"\nwritten {out}")
+        print_table("", results)
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

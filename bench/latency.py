@@ -11,9 +11,7 @@ and get-topic-tree. Prints p50/p95 in milliseconds and writes bench/results/late
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -25,13 +23,13 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import MEMHUB, RESULTS, print_table, time_calls, write_report
 from corpus import SUBJECTS_EN, SUBJECTS_JA, texts
 from memhub.core.models import Principal
 from memhub.services.discussion import models as m
 from memhub.services.discussion import service as s
 from memhub.store.sqlite import SqliteStore
 
-MEMHUB = str(Path(sys.executable).with_name("memhub"))
 ACTOR = Principal(id="bench", default_project="bench")
 
 
@@ -69,11 +67,6 @@ def seed(db: Path, n: int) -> tuple[int, list[int]]:
     return pid, topics
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 async def measure(db: Path, pid: int, topics: list[int], queries: int) -> dict[str, dict[str, float]]:
     params = StdioServerParameters(
         command=MEMHUB,
@@ -94,21 +87,21 @@ async def measure(db: Path, pid: int, topics: list[int], queries: int) -> dict[s
     rng = random.Random(11)
     keywords = [*SUBJECTS_JA, "sqlite", "retry", "plan mode", "設計", "レビュー", "no-such-word"]
     ops: dict[str, Any] = {
-        "add-log": lambda: (
+        "add-log": lambda _: (
             "add-log",
             {"topic_id": rng.choice(topics), "content": texts(1, rng.randrange(10**6))[0]},
         ),
-        "add-decision": lambda: (
+        "add-decision": lambda _: (
             "add-decision",
             {"topic_id": rng.choice(topics), "decision": "採用する", "reason": "bench"},
         ),
-        "search-topics": lambda: ("search-topics", {"project_id": pid, "keyword": rng.choice(keywords)}),
-        "search-decisions": lambda: (
+        "search-topics": lambda _: ("search-topics", {"project_id": pid, "keyword": rng.choice(keywords)}),
+        "search-decisions": lambda _: (
             "search-decisions",
             {"project_id": pid, "keyword": rng.choice(keywords)},
         ),
-        "get-logs": lambda: ("get-logs", {"topic_id": rng.choice(topics)}),
-        "get-topic-tree": lambda: (
+        "get-logs": lambda _: ("get-logs", {"topic_id": rng.choice(topics)}),
+        "get-topic-tree": lambda _: (
             "get-topic-tree",
             {"project_id": pid, "topic_id": rng.choice(topics[:50])},
         ),
@@ -117,19 +110,7 @@ async def measure(db: Path, pid: int, topics: list[int], queries: int) -> dict[s
     async with Client(params) as client:
         for _ in range(20):  # warm up
             await client.call_tool("get-projects", {})
-        for name, make in ops.items():
-            samples = []
-            for _ in range(queries):
-                tool, arguments = make()
-                started = time.perf_counter()
-                result = await client.call_tool(tool, arguments)
-                samples.append((time.perf_counter() - started) * 1000)
-                assert not result.is_error, result.content
-            results[name] = {
-                "p50_ms": round(pct(samples, 0.5), 2),
-                "p95_ms": round(pct(samples, 0.95), 2),
-                "mean_ms": round(statistics.fmean(samples), 2),
-            }
+        results = await time_calls(client, ops, queries, 2)
     return results
 
 
@@ -139,7 +120,7 @@ def main() -> None:
     )
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "latency.json"))
+    parser.add_argument("--out", default=str(RESULTS / "latency.json"))
     args = parser.parse_args()
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "transport": "stdio", "sizes": {}}
     for size in [int(x) for x in args.sizes.split(",")]:
@@ -154,13 +135,8 @@ def main() -> None:
             f"\n{size:,} log entries ({len(topics):,} topics), seeded in {seeded:.1f}s;"
             f" {args.queries} calls each"
         )
-        print(f"{'tool':<18}{'p50 ms':>9}{'p95 ms':>9}")
-        for name, r in results.items():
-            print(f"{name:<18}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, ensure_ascii=False))
-    print(f"\nwritten {out}")
+        print_table("", results)
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import getpass
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 TOOLSETS = ("discussion", "assoc")  # toolsets built so far; the seeds define five
@@ -103,7 +103,4 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
     if bad or not settings.transports:
         raise ValueError(f"transport must be a comma list of {', '.join(TRANSPORTS)}")
     user = settings.user or os.environ.get("USER") or getpass.getuser()
-    project = settings.project or git_root_name(cwd)
-    return Settings(
-        **{**{f.name: getattr(settings, f.name) for f in fields(Settings)}, "user": user, "project": project}
-    )
+    return replace(settings, user=user, project=settings.project or git_root_name(cwd))
