@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,7 +54,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 def test_health_is_json(server: tuple[str, Path]) -> None:
     base, _ = server
-    import json
     import urllib.request
 
     with urllib.request.urlopen(f"{base}/health", timeout=5) as response:
@@ -144,3 +144,18 @@ async def test_assoc_over_streamable_http(server: tuple[str, Path]) -> None:
         assert (await ok(client, "admin", action="health_check"))["details"]["database"] == "ok"
         err = await client.call_tool("memory", {"action": "get", "memory_id": "mem_0"})
         assert err.is_error and err.structured_content["error"]["code"] == "invalid_parameter"
+
+
+async def test_every_discussion_tool_rejects_bad_input_over_http(server: tuple[str, Path]) -> None:
+    from tests.mcp.test_discussion import _bad_inputs
+
+    base, db = server
+    async with Client(f"{base}/mcp") as client:
+        pid = (await ok(client, "add-project", name="bad-over-http"))["project_id"]
+        topic = (await ok(client, "add-topic", project_id=pid, title="t"))["topic_id"]
+        before = counts(db)
+        for tool, arguments, code in _bad_inputs(pid, topic):
+            if any("\ud800" in str(value) for value in arguments.values()):
+                continue  # a client cannot serialise a lone surrogate; sent raw in test_stdio
+            assert (await error(client, tool, arguments))["code"] == code, (tool, arguments)
+        assert counts(db) == before

@@ -308,6 +308,10 @@ async def test_projects_are_shared_with_the_discussion_toolset(pair: Pair) -> No
     number = int(created["id"].removeprefix("proj_"))
     assert [p["id"] for p in listed["projects"]] == [number]
     topic = await pair.a("add-topic", project_id=number, title="from discussion")
+    mine = await pair.a("user", action="get_projects", include_stats=True)
+    assert [(p["id"], p["role"]) for p in mine["projects"]] == [(created["id"], "owner")]
+    assert mine["projects"][0]["stats"]["records"] == {"topic": 1}
+    assert (await pair.b("user", action="get_projects"))["projects"] == []
     got = await pair.a("project", action="get", project_id=created["id"])
     assert got["project"]["stats"]["records_by_kind"] == {"topic": 1}
     assert topic["project_id"] == number
