@@ -22,7 +22,6 @@ from typing import Any
 
 import anyio
 import numpy as np
-
 from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
 from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mcp import Client
+
 from memhub.cli.container import build_container
 from memhub.core.settings import setting_docs
 from tests.conftest import make_settings

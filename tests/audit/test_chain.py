@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from mcp import Client
+
 from memhub.audit.chain import verify_chain
 from memhub.cli.container import Container
 from tests.helpers import MEMHUB, error, ok

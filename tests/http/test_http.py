@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from mcp import Client, ClientSession
 from tests.helpers import MEMHUB, counts, error, free_port, ok, wait_http
 
 pytestmark = pytest.mark.anyio

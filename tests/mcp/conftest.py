@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mcp import Client
-from memhub.auth.identity import LocalIdentity
+
+from memhub.auth.identity import Identity
 from memhub.cli.container import Container, build_container
 from memhub.core.models import Principal
 from memhub.mcp.server import build_mcp_server
@@ -47,6 +47,7 @@ def assoc_container(tmp_path: Path) -> Iterator[Container]:
 @pytest.fixture
 async def pair(assoc_container: Container) -> AsyncIterator[Pair]:
     runtime = assoc_container.runtime
-    bob_server = build_mcp_server(runtime, ["assoc", "discussion"], LocalIdentity(Principal(id="bob")))
-    async with Client(assoc_container.server) as alice, Client(bob_server) as bob:
-        yield Pair(assoc_container, alice, bob)
+    bob = Identity(Principal(id="bob"), require_key=False)
+    bob_server = build_mcp_server(runtime, ["assoc", "discussion"], bob)
+    async with Client(assoc_container.server) as alice, Client(bob_server) as bob_client:
+        yield Pair(assoc_container, alice, bob_client)

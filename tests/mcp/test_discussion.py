@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from mcp import Client
+
 from memhub.cli.container import Container
 from tests.helpers import FTS_TRICKS, counts, error, ok
 

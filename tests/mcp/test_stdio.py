@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from mcp import Client
+
 from tests.helpers import MEMHUB, SHARED, counts, error, ok, stdio_params
 
 pytestmark = pytest.mark.anyio

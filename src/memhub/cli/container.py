@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import anyio
 from mcp.server import MCPServer
 
-from memhub.auth.identity import LocalIdentity
+from memhub.auth.identity import Identity, principal_for_key
 from memhub.core.models import GlobalRole, Principal
 from memhub.core.settings import Settings
 from memhub.http.metrics import Metrics
@@ -52,6 +52,9 @@ class Container:
         await runtime.search.warm()
         await runtime.backfill.run_forever()
 
+    def principal_for_key(self, key: str) -> Principal | None:
+        return principal_for_key(self.runtime.store, key, self.settings.project)
+
     def close(self) -> None:
         self.runtime.store.close()
 
@@ -79,5 +82,6 @@ def build_container(settings: Settings) -> Container:
         id=settings.user, role=GlobalRole(row.role), via="mcp", default_project=settings.project
     )
     metrics = Metrics()
-    server = build_mcp_server(runtime, settings.toolsets, LocalIdentity(principal), metrics.observe)
+    identity = Identity(principal, require_key=settings.auth == "apikey")
+    server = build_mcp_server(runtime, settings.toolsets, identity, metrics.observe)
     return Container(settings=settings, runtime=runtime, server=server, principal=principal, metrics=metrics)

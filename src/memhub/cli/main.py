@@ -13,6 +13,7 @@ import anyio
 
 from memhub import __version__
 from memhub.audit.chain import verify_chain
+from memhub.auth.identity import key_hash, new_key
 from memhub.cli.container import Container, build_container
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
@@ -35,7 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--toolsets", help="comma list of toolsets to serve (default: all)")
     serve.add_argument("--host", help="HTTP/SSE bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP/SSE port (default 8000)")
-    serve.add_argument("--embedder", help="e5, use, hash or none")
+    serve.add_argument("--embedder", help="auto, e5, use, hash or none")
+    serve.add_argument("--auth", choices=["none", "apikey"], help="HTTP authentication (default none)")
+
+    apikey = commands.add_parser("apikey", help="manage API keys for HTTP clients")
+    apikey.add_argument("action", choices=["create", "revoke", "list"])
+    apikey.add_argument("name", nargs="?", help="the user the key belongs to")
+    apikey.add_argument("--admin", action="store_true", help="give the user the admin role")
     for name in ("home", "db", "user", "project"):
         serve.add_argument(f"--{name}", dest=f"serve_{name}", help=argparse.SUPPRESS)
 
@@ -57,6 +64,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "host",
             "port",
             "embedder",
+            "auth",
         )
     }
     for name in ("home", "db", "user", "project"):
@@ -83,6 +91,10 @@ async def _serve(container: Container) -> None:
                 container.metrics,
                 container.gauges,
             )
+            if settings.auth == "apikey":
+                from memhub.http.auth import ApiKeyMiddleware
+
+                app = ApiKeyMiddleware(app, container.principal_for_key)  # type: ignore[assignment]
             config = uvicorn.Config(
                 app,
                 host=settings.host,
@@ -110,6 +122,28 @@ def _doctor(container: Container) -> int:
     for problem in report.problems[:50]:
         print(f"  {problem}")
     return 0 if report.ok and not problems else 1
+
+
+def _apikey(container: Container, args: argparse.Namespace) -> int:
+    store = container.runtime.store
+    if args.action == "list":
+        with store.transaction(write=False) as tx:
+            for row in tx.list_principals():
+                print(f"{row.id}\t{row.role}\t{'key' if tx.has_api_key(row.id) else '-'}")
+        return 0
+    if not args.name:
+        print("memhub: apikey create/revoke need a user name", file=sys.stderr)
+        return 2
+    with store.transaction(write=True) as tx:
+        tx.ensure_principal(args.name)
+        if args.action == "revoke":
+            tx.set_api_key(args.name, None)
+            print(f"revoked the API key of {args.name}")
+            return 0
+        key = new_key()
+        tx.set_api_key(args.name, key_hash(key), "admin" if args.admin else None)
+    print(key)  # shown once: only its hash is stored
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             anyio.run(_serve, container)
             return 0
+        if args.command == "apikey":
+            return _apikey(container, args)
         return _doctor(container)
     except KeyboardInterrupt:
         return 130

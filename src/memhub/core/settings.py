@@ -50,6 +50,10 @@ class Settings:
         default=("stdio",), metadata=_meta("MEMHUB_TRANSPORT", "Comma list of stdio, http, sse.")
     )
     host: str = field(default="127.0.0.1", metadata=_meta("MEMHUB_HOST", "HTTP/SSE bind address."))
+    auth: str = field(
+        default="none",
+        metadata=_meta("MEMHUB_AUTH", "HTTP authentication: none (loopback only) or apikey."),
+    )
     port: int = field(default=8000, metadata=_meta("MEMHUB_PORT", "HTTP/SSE port."))
     log_level: str = field(
         default="WARNING", metadata=_meta("MEMHUB_LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR (stderr).")
@@ -99,6 +103,8 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
     unknown = set(settings.toolsets) - set(TOOLSETS)
     if unknown:
         raise ValueError(f"unknown toolset(s) {sorted(unknown)}; available: {', '.join(TOOLSETS)}")
+    if settings.auth not in ("none", "apikey"):
+        raise ValueError("auth must be none or apikey")
     bad = set(settings.transports) - set(TRANSPORTS)
     if bad or not settings.transports:
         raise ValueError(f"transport must be a comma list of {', '.join(TRANSPORTS)}")

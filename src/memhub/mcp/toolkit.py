@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Call, Any], Awaitable[BaseModel]]
 ErrorRenderer = Callable[[MemhubError], dict[str, Any]]
-IdentityResolver = Callable[[Mapping[str, str] | None], Principal]
+IdentityResolver = Callable[[Any], Principal]  # transport request (None on stdio) -> caller
 CallObserver = Callable[[str, str, float], None]  # (tool, outcome, seconds): metrics
 
 
@@ -157,7 +157,7 @@ def _sdk_tool(
 ) -> Tool:
     async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:  # type: ignore[type-arg]
         try:
-            principal = identity(ctx.headers)
+            principal = identity(ctx.request_context.request)
         except MemhubError as exc:
             return _result(toolset.render_error(exc), error=True)
         return await invoke(spec, toolset, runtime, principal, arguments, observe, ctx.report_progress)

@@ -62,6 +62,25 @@ class PeopleMixin:
             return None
         return PrincipalRow(row["id"], row["kind"], row["role"], row["current_session_id"], row["created_at"])
 
+    def set_api_key(self, principal: str, key_hash: str | None, role: str | None = None) -> None:
+        """Give the principal an API key (only its hash is stored); None revokes it."""
+        self.conn.execute(
+            "UPDATE principals SET api_key_hash = ?, role = coalesce(?, role) WHERE id = ?",
+            (key_hash, role, principal),
+        )
+
+    def principal_by_key(self, key_hash: str) -> PrincipalRow | None:
+        row = self.conn.execute("SELECT id FROM principals WHERE api_key_hash = ?", (key_hash,)).fetchone()
+        return self.get_principal(row[0]) if row else None
+
+    def list_principals(self) -> list[PrincipalRow]:
+        rows = self.conn.execute("SELECT id FROM principals ORDER BY created_at, id").fetchall()
+        return [p for r in rows if (p := self.get_principal(r[0])) is not None]
+
+    def has_api_key(self, principal: str) -> bool:
+        row = self.conn.execute("SELECT api_key_hash FROM principals WHERE id = ?", (principal,)).fetchone()
+        return bool(row and row[0])
+
     def set_current_session(self, principal: str, session_id: str | None) -> None:
         self.conn.execute(
             "UPDATE principals SET current_session_id = ? WHERE id = ?", (session_id, principal)
