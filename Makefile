@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 BUILD_TOOLS := pip==26.3 setuptools==80.9.0 wheel==0.45.1
 
-.PHONY: run test check lint typecheck bench bench-smoke lock clean
+.PHONY: run test check lint typecheck bench bench-quality bench-smoke lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,12 +35,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## bench: latency benchmarks over the real MCP client (not part of CI)
+## bench: latency through the real MCP client over stdio, and cold start (not part of CI; ~15 min)
 bench: $(STAMP)
+	$(BIN)/python bench/cold_start.py --runs 10
 	$(BIN)/python bench/latency.py --sizes 1000,10000
+	$(BIN)/python bench/assoc_latency.py --sizes 10000,100000
+
+## bench-quality: retrieval quality on LoCoMo and the Japanese/English set, per embedder (~40 min)
+bench-quality: $(STAMP)
+	for e in none e5 use; do $(BIN)/python bench/quality/run.py --dataset ja --embedder $$e; done
+	for e in none e5 use; do $(BIN)/python bench/quality/run.py --dataset locomo --embedder $$e; done
 
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/latency.py --sizes 200 --queries 20
+
+# bench-peers: memhub next to other MCP memory servers, installed in throwaway environments
+-include bench/peers.mk
 
 lock:
 	$(BIN)/python -m pip freeze --exclude-editable > requirements.lock
