@@ -59,6 +59,7 @@ def test_locomo_one_conversation_with_hash_embedder(tmp_path: Path) -> None:
     assert report["vectors"] == report["memories"] > 0
     assert report["questions"] > 0 and report["headline_group"] == "cats1-4"
     check_report(report, {"all", "cats1-4", "cat1", "cat2", "cat3", "cat4", "cat5"})
+    assert 0 <= report["default_threshold"]["mean_results"] <= 10
 
 
 def test_ja_set_with_bm25_only(tmp_path: Path) -> None:
@@ -66,6 +67,7 @@ def test_ja_set_with_bm25_only(tmp_path: Path) -> None:
     assert report["embedder_id"] is None and report["vectors"] == 0
     assert report["memories"] >= 120 and report["questions"] >= 70
     check_report(report, {"all", "ja", "en", "cross"})
+    check_metrics(report["default_threshold"]["groups"], {"all", "ja", "en", "cross"})
 
 
 def test_malformed_locomo_evidence_is_normalised() -> None:

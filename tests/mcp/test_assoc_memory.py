@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from tests.helpers import counts
+import pytest
+from mcp import Client
+
+from memhub.cli.container import build_container
+from tests.conftest import make_settings
+from tests.helpers import counts, error, ok
 from tests.mcp.conftest import Pair
 
 pytestmark = pytest.mark.anyio
@@ -315,3 +320,17 @@ async def test_projects_are_shared_with_the_discussion_toolset(pair: Pair) -> No
     got = await pair.a("project", action="get", project_id=created["id"])
     assert got["project"]["stats"]["records_by_kind"] == {"topic": 1}
     assert topic["project_id"] == number
+
+
+async def test_search_without_an_embedder_and_without_matches(tmp_path: Path) -> None:
+    """Keyword-only memhub (`--embedder none`): no candidates is an empty answer, not an error."""
+    container = build_container(make_settings(tmp_path, embedder="none", toolsets=("assoc",)))
+    async with Client(container.server) as client:
+        await ok(client, "memory", action="store", content="hello world", domain="user")
+        assert (await ok(client, "memory", action="search", query="zzzz", threshold=0.0))["memories"] == []
+        found = await ok(client, "memory", action="search", query="hello", threshold=0.0)
+        assert [m["content"] for m in found["memories"]] == ["hello world"]
+        assert (await ok(client, "search", type="semantic", query="nothing here"))["memories"] == []
+        unavailable = await error(client, "search", {"type": "similar", "memory_id": "mem_1"})
+        assert unavailable["code"] == "unavailable"
+    container.close()

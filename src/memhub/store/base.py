@@ -137,7 +137,7 @@ class ItemQuery:
     scopes: Sequence[str] = ()
     session_id: str | None = None
     owner: str | None = None
-    ids: Sequence[int] = ()
+    ids: Sequence[int] | None = None  # None: any id; an empty list matches nothing
     project_ids: Sequence[int] = ()
     tags_any: Sequence[str] = ()  # at least one of these tags
     tags_all: Sequence[str] = ()  # every one of these tags

@@ -184,11 +184,13 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             ("scope", query.scopes),
             ("category", query.categories),
             ("project_id", query.project_ids),
-            ("id", query.ids),
         ):
             if values:
                 where.append(f"i.{column} IN ({placeholders(values)})")
                 args.extend(values)
+        if query.ids is not None:
+            where.append(f"i.id IN ({placeholders(query.ids) or 'NULL'})")
+            args.extend(query.ids)
         for column, op, value in (
             ("session_id", "=", query.session_id),
             ("owner", "=", query.owner),
