@@ -136,7 +136,8 @@ def test_cold_start_is_under_a_second(tmp_path: Path) -> None:
     assert best < 3.0, best  # the benchmark reports the real figure; this only catches regressions
 
 
-def test_seed_conformance_discussion(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("toolset", "count"), [("discussion", 13), ("assoc", 7)])
+def test_seed_conformance(tmp_path: Path, toolset: str, count: int) -> None:
     script = SHARED / "tools" / "seed_conformance.py"
     if not script.exists():
         pytest.skip("../shared is not beside the checkout")
@@ -145,7 +146,7 @@ def test_seed_conformance_discussion(tmp_path: Path) -> None:
             sys.executable,
             str(script),
             "--toolsets",
-            "discussion",
+            toolset,
             "--",
             MEMHUB,
             "--db",
@@ -160,7 +161,7 @@ def test_seed_conformance_discussion(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert out.stdout.strip().splitlines()[-1] == "13 passed, 0 failed", out.stdout + out.stderr
+    assert out.stdout.strip().splitlines()[-1] == f"{count} passed, 0 failed", out.stdout + out.stderr
 
 
 async def test_two_processes_write_one_file_concurrently(tmp_path: Path) -> None:
