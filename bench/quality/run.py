@@ -20,13 +20,17 @@ What it does (see bench/quality/README.md for what the numbers mean):
       takes 200 candidates over every memory the caller sees and filters them by project
       afterwards) whose raw BM25 and cosine scores are re-ranked offline with
       `linear@a` (min-max fusion, `memhub.search.fusion.fuse`), `rrf` (reciprocal rank fusion,
-      k = 60) and `calibrated@a` (the production relevance formula,
-      `memhub.services.assoc.ranking.relevance`; importance is constant, so no rerank),
-      for a in 0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1 (a = vector weight).
+      k = 60), `production@a` (what `memory(action="search")` ranks by:
+      `memhub.services.assoc.ranking.relevance` with the candidates' cosine range; importance
+      is constant, so no rerank) and `calibrated@a` (the formula production used before
+      f226ef8: clipped calibrated cosine plus BM25 / best BM25), for a in 0, 0.2, 0.3, 0.4,
+      0.5, 0.6, 0.7, 0.8, 1 (a = vector weight).
 4. Scores each ranking's top 10: hit@1/5/10, evidence recall@5/10 and MRR (cut at 10), per
    LoCoMo category (`cats1-4` is the headline, category 5, adversarial, is reported apart)
    or per ja query kind (`ja`, `en`, `cross`), writes a JSON report and prints tables with
-   the best sweep configurations by hit@5 and by MRR.
+   the best sweep configurations by hit@5 and by MRR. Also scored: `default_threshold`, what
+   the same search returns when the caller leaves `threshold` at its default (0.7): the
+   production order of the candidates whose calibrated similarity reaches it.
 
 `--limit-conversations N` keeps the first N LoCoMo conversations (a smoke run); `--details`
 adds every question's production top 5 to the report. Everything runs locally. A search waits
@@ -54,15 +58,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # read when a model's runtime loa
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import anyio
-
 from mcp import Client
+
 from memhub.cli.container import Container, build_container
 from memhub.core.models import Viewer
 from memhub.core.settings import Settings
 from memhub.search.fusion import FusedHit, fuse, reciprocal_rank_fusion
 from memhub.services.assoc.ids import parse_mem, parse_proj
-from memhub.services.assoc.ranking import relevance
-from memhub.services.assoc.search import CANDIDATES
+from memhub.services.assoc.models import MemoryInput
+from memhub.services.assoc.ranking import calibrated, relevance, similarity
+from memhub.services.assoc.search import ALPHA, CANDIDATES
 
 REPO = Path(__file__).resolve().parents[2]
 LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
@@ -76,6 +81,7 @@ SWEEP_K = CANDIDATES  # candidates per side for the sweep: as many as the produc
 RRF_K = 60
 VECTOR_TIMEOUT = 30.0  # seconds a search waits for its query embedding
 METRICS = ("hit@1", "hit@5", "hit@10", "recall@5", "recall@10", "mrr")
+DEFAULT_THRESHOLD = float(MemoryInput.model_fields["threshold"].default)  # what a search without one uses
 FAR_FUTURE = "9999-01-01T00:00:00.000000Z"
 HEADLINE = {"locomo": "cats1-4", "ja": "all"}
 
@@ -205,23 +211,81 @@ class Tally:
 # -- rankings ---------------------------------------------------------------------------------
 
 
+def _clip(value: float) -> float:
+    return max(0.0, min(1.0, value))
+
+
+def clipped_calibrated_relevance(
+    embedder_id: str | None,
+    vector_score: float | None,
+    text_score: float | None,
+    best_text: float,
+    alpha: float,
+) -> float:
+    """The relevance production ranked by until f226ef8: `alpha * calibrated(cos) + (1 - alpha) *
+    bm25 / best_bm25`, the calibrated cosine clipped to 0-1 (kept here as a baseline)."""
+    text = _clip(text_score / best_text) if text_score is not None and best_text > 0 else 0.0
+    if embedder_id is None:
+        return text
+    vector = calibrated(embedder_id, vector_score) if vector_score is not None else 0.0
+    return alpha * vector + (1 - alpha) * text
+
+
+def _order(scores: Mapping[int, float]) -> Ranking:
+    """The production order: score desc, then newest (highest id) first."""
+    return sorted(scores, key=lambda item: (-scores[item], -item))[:CUTOFF]
+
+
+def _ranges(hits: Sequence[FusedHit]) -> tuple[float, tuple[float, float]]:
+    """The query's best BM25 and (lowest, best) cosine, as `memory(action="search")` takes them."""
+    best_text = max((h.text_score for h in hits if h.text_score is not None), default=0.0)
+    cosines = [h.vector_score for h in hits if h.vector_score is not None]
+    return best_text, ((min(cosines), max(cosines)) if cosines else (0.0, 1.0))
+
+
 def sweep_rankings(hits: Sequence[FusedHit], embedder_id: str | None) -> dict[str, Ranking]:
     """Every sweep configuration's top CUTOFF, from one search's raw text and vector scores."""
     text = [(h.item_id, h.text_score) for h in hits if h.text_score is not None]
     vector = [(h.item_id, h.vector_score) for h in hits if h.vector_score is not None]
-    best_text = max((score for _, score in text), default=0.0)
+    best_text, cosine_range = _ranges(hits)
     out: dict[str, Ranking] = {}
     for alpha in ALPHAS:
         fused = fuse(text, vector, alpha=alpha, k_final=CUTOFF)
         out[f"linear@{alpha:g}"] = [h.item_id for h in fused]
     out["rrf"] = [h.item_id for h in reciprocal_rank_fusion(text, vector, k=RRF_K, k_final=CUTOFF)]
     for alpha in ALPHAS:
-        rel = {
-            h.item_id: relevance(embedder_id, h.vector_score, h.text_score, best_text, alpha) for h in hits
-        }
-        ranked = sorted(rel, key=lambda item: (-rel[item], -item))  # production: relevance, then newest
-        out[f"calibrated@{alpha:g}"] = ranked[:CUTOFF]
+        out[f"calibrated@{alpha:g}"] = _order(
+            {
+                h.item_id: clipped_calibrated_relevance(
+                    embedder_id, h.vector_score, h.text_score, best_text, alpha
+                )
+                for h in hits
+            }
+        )
+    for alpha in ALPHAS:
+        out[f"production@{alpha:g}"] = _order(
+            {
+                h.item_id: relevance(
+                    embedder_id, h.vector_score, h.text_score, best_text, alpha, cosine_range
+                )
+                for h in hits
+            }
+        )
     return out
+
+
+def default_threshold_ranking(hits: Sequence[FusedHit], embedder_id: str | None) -> Ranking:
+    """What `memory(action="search")` returns when the caller passes no `threshold`: the
+    production order (`ranking.relevance` at ALPHA, no usage) of the hits whose similarity
+    reaches DEFAULT_THRESHOLD; often fewer than CUTOFF."""
+    best_text, cosine_range = _ranges(hits)
+    return _order(
+        {
+            h.item_id: relevance(embedder_id, h.vector_score, h.text_score, best_text, ALPHA, cosine_range)
+            for h in hits
+            if similarity(embedder_id, h.vector_score, h.text_score, best_text) >= DEFAULT_THRESHOLD
+        }
+    )
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -333,6 +397,7 @@ async def _run(
 
         production = Tally()
         sweep: dict[str, Tally] = defaultdict(Tally)
+        thresholded, returned = Tally(), 0
         asked: list[dict[str, Any]] = []
         errors: list[dict[str, str]] = []
         n_questions = sum(len(c.questions) for c in corpora)
@@ -361,6 +426,9 @@ async def _run(
                 )
                 for config, ranking in sweep_rankings(hits, embedder_id).items():
                     sweep[config].add(question.groups, score_ranking(ranking, gold))
+                filtered = default_threshold_ranking(hits, embedder_id)
+                thresholded.add(question.groups, score_ranking(filtered, gold))
+                returned += len(filtered)
                 if details:
                     asked.append(
                         {
@@ -396,6 +464,12 @@ async def _run(
         "production_error_examples": errors[:5],
         "production": production.means(),
         "sweep": sweep_means,
+        "default_threshold": {
+            "threshold": DEFAULT_THRESHOLD,
+            "alpha": ALPHA,
+            "mean_results": round(returned / max(1, n_questions), 2),
+            "groups": thresholded.means(),
+        },
         "best": {metric: _best(sweep_means, headline, metric) for metric in ("hit@5", "mrr", "recall@5")},
     }
     if details:
@@ -449,6 +523,14 @@ def format_report(report: Mapping[str, Any]) -> str:
     lines += [_row(group, values, 16) for group, values in report["production"].items()]
     lines += ["", f"sweep (in-process, scoped to the project), group {headline}:", _header("config", 16)]
     lines += [_row(config, groups[headline], 16) for config, groups in report["sweep"].items()]
+    default = report["default_threshold"]
+    lines += [
+        "",
+        f"with the default threshold {default['threshold']} (production order, no usage), "
+        f"{default['mean_results']} results per query on average:",
+        _header("group", 16),
+    ]
+    lines += [_row(group, values, 16) for group, values in default["groups"].items()]
     lines.append("")
     for metric, best in report["best"].items():
         lines.append(

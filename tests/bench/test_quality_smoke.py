@@ -45,7 +45,9 @@ def check_metrics(groups: dict[str, dict[str, float]], expected: set[str]) -> No
 
 def check_report(report: dict[str, Any], expected: set[str]) -> None:
     check_metrics(report["production"], expected)
-    assert {"linear@0", "linear@0.5", "linear@1", "rrf", "calibrated@0.5"} <= set(report["sweep"])
+    assert {"linear@0", "linear@0.5", "linear@1", "rrf", "calibrated@0.5", "production@0.5"} <= set(
+        report["sweep"]
+    )
     for groups in report["sweep"].values():
         check_metrics(groups, expected)
     for metric in ("hit@5", "mrr"):
