@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +78,51 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 20.0)
             if time.monotonic() > end:
                 raise
             time.sleep(0.05)
+
+
+@contextmanager
+def http_server(db: Path, *extra: str) -> Iterator[str]:
+    """A real `memhub serve --transport http,sse` on a free 127.0.0.1 port; yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            MEMHUB,
+            "--db",
+            str(db),
+            "--user",
+            "alice",
+            "--project",
+            "demo",
+            "serve",
+            "--transport",
+            "http,sse",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--embedder",
+            "none",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{base}/health", proc)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def check_bad_inputs(client: Any, db: Path, project_id: int, topic_id: int) -> None:
+    """Every discussion tool's bad-input table through `client`: the seed's code, nothing written."""
+    from tests.mcp.test_discussion import _bad_inputs
+
+    before = counts(db)
+    for tool, arguments, code in _bad_inputs(project_id, topic_id):
+        if any("\ud800" in str(value) for value in arguments.values()):
+            continue  # a client cannot serialise a lone surrogate; test_stdio sends it raw
+        assert (await error(client, tool, arguments))["code"] == code, (tool, arguments)
+    assert counts(db) == before

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import MEMHUB, error, free_port, ok, wait_http
+from tests.helpers import MEMHUB, error, http_server, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -33,32 +33,8 @@ def _key(db: Path, name: str, *extra: str) -> str:
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, dict[str, str]]]:
     db = tmp_path_factory.mktemp("auth") / "m.db"
     keys = {"alice": _key(db, "alice", "--admin"), "bob": _key(db, "bob")}
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            MEMHUB,
-            "--db",
-            str(db),
-            "serve",
-            "--transport",
-            "http,sse",
-            "--port",
-            str(port),
-            "--auth",
-            "apikey",
-            "--embedder",
-            "none",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{base}/health", proc)
+    with http_server(db, "--auth", "apikey") as base:
         yield base, db, keys
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _as(base: str, key: str) -> Client:

@@ -11,45 +11,16 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from tests.helpers import MEMHUB, counts, error, free_port, ok, wait_http
+from tests.helpers import MEMHUB, check_bad_inputs, counts, error, http_server, ok
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    home = tmp_path_factory.mktemp("http")
-    db = home / "m.db"
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            MEMHUB,
-            "--db",
-            str(db),
-            "--user",
-            "alice",
-            "--project",
-            "demo",
-            "serve",
-            "--transport",
-            "http,sse",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--embedder",
-            "none",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{base}/health", proc)
+    db = tmp_path_factory.mktemp("http") / "m.db"
+    with http_server(db) as base:
         yield base, db
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_health_is_json(server: tuple[str, Path]) -> None:
@@ -147,15 +118,8 @@ async def test_assoc_over_streamable_http(server: tuple[str, Path]) -> None:
 
 
 async def test_every_discussion_tool_rejects_bad_input_over_http(server: tuple[str, Path]) -> None:
-    from tests.mcp.test_discussion import _bad_inputs
-
     base, db = server
     async with Client(f"{base}/mcp") as client:
         pid = (await ok(client, "add-project", name="bad-over-http"))["project_id"]
         topic = (await ok(client, "add-topic", project_id=pid, title="t"))["topic_id"]
-        before = counts(db)
-        for tool, arguments, code in _bad_inputs(pid, topic):
-            if any("\ud800" in str(value) for value in arguments.values()):
-                continue  # a client cannot serialise a lone surrogate; sent raw in test_stdio
-            assert (await error(client, tool, arguments))["code"] == code, (tool, arguments)
-        assert counts(db) == before
+        await check_bad_inputs(client, db, pid, topic)
