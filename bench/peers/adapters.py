@@ -332,7 +332,13 @@ class BasicMemory(Adapter):
     async def search(self, client: Client, query: str, k: int) -> list[str]:
         args = {"query": query, "page_size": k, "search_type": "text", "output_format": "json"}
         payload = json_payload(checked(await client.call_tool("search_notes", args), "search_notes"))
-        return [r.get("title", "") for r in payload.get("results", [])][:k]
+        if isinstance(payload, dict) and "results" not in payload and "result" in payload:
+            payload = payload["result"]  # FastMCP wraps a tool's return value as {"result": ...}
+            if isinstance(payload, str):
+                payload = json.loads(payload)
+        if not isinstance(payload, dict) or "results" not in payload:
+            raise ToolCallError(f"search_notes: unexpected answer {str(payload)[:300]}")
+        return [r.get("title", "") for r in payload["results"]][:k]
 
 
 ADAPTERS: dict[str, type[Adapter]] = {
