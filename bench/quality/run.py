@@ -11,7 +11,8 @@ What it does (see bench/quality/README.md for what the numbers mean):
 2. Creates one project per LoCoMo conversation (the ja set: one project) and stores every
    memory through the real MCP client (`memory(action="store", domain="project")`). LoCoMo
    turns become `"[{session date}] {speaker}: {text}"`, plus `" [image: {caption}]"` when the
-   turn shared a picture. Checks that every memory got its vector.
+   turn shared a picture. The vectors come from the container's background backfill, as in
+   `memhub serve`; the run waits until it has caught up and checks every memory got one.
 3. Asks every question two ways:
    a. production: `memory(action="search", include_domains=["project"], project_id=...,
       limit=10, threshold=0)` through the MCP client (what an agent gets);
@@ -348,7 +349,10 @@ async def run(
         )
         container = build_container(settings)
         try:
-            report = await _run(container, dataset, corpora, details, log)
+            async with anyio.create_task_group() as background:
+                background.start_soon(container.run_background)  # vectors come from the backfill
+                report = await _run(container, dataset, corpora, details, log)
+                background.cancel_scope.cancel()
         finally:
             container.close()
     report["seconds"]["total"] = round(time.perf_counter() - started, 1)
@@ -393,6 +397,13 @@ async def _run(
                     log(f"  stored {stored}/{total} ({time.perf_counter() - started:.0f}s)")
             keys.append(by_key)
         seconds["store"] = round(time.perf_counter() - started, 1)
+        started = time.perf_counter()
+        if runtime.backfill is not None:
+            while not runtime.backfill.running:
+                await anyio.sleep(0.05)
+            while not await runtime.backfill.settle(60):
+                log(f"  embedding: {runtime.backfill.embedded} of {total} ({time.perf_counter() - started:.0f}s)")
+        seconds["embed"] = round(time.perf_counter() - started, 1)
         vectors = _check_vectors(container, [i for by_key in keys for i in by_key.values()])
 
         production = Tally()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import counts
 from tests.mcp.conftest import Pair
 
 pytestmark = pytest.mark.anyio
@@ -107,7 +106,7 @@ async def test_bad_import_names_the_line_and_writes_nothing(pair: Pair) -> None:
     record = json.loads(lines[broken_line - 1].rstrip(","))
     record["domain"] = "galaxy"
     lines[broken_line - 1] = json.dumps(record, ensure_ascii=False) + ","
-    before = counts(pair.container.settings.db_path)
+    before = await pair.counts()
     err = await pair.a_err("memory_manage", action="import", import_data="\n".join(lines))
     assert err["error"]["code"] == "invalid_parameter"
     assert f"line {broken_line}" in err["error"]["message"] and "record 2" in err["error"]["message"]
@@ -121,7 +120,7 @@ async def test_bad_import_names_the_line_and_writes_nothing(pair: Pair) -> None:
             "invalid_parameter",
             "not_found",
         )
-    assert counts(pair.container.settings.db_path) == before
+    assert await pair.counts() == before
 
 
 async def test_change_domain_batch_delete_cleanup(pair: Pair) -> None:
@@ -134,14 +133,14 @@ async def test_change_domain_batch_delete_cleanup(pair: Pair) -> None:
     assert (await pair.a("memory", action="get", memory_id=ids[0]))["memory"]["project_id"] == project
 
     # all or nothing: bob owns none of these
-    before = counts(pair.container.settings.db_path)
+    before = await pair.counts()
     err = await pair.b_err("memory_manage", action="batch_delete", memory_ids=[ids[2]])
     assert err["error"]["code"] == "permission_denied"
     err = await pair.a_err("memory_manage", action="batch_delete", memory_ids=[ids[0], "mem_999999"])
     assert err["error"]["code"] == "not_found"
-    assert counts(pair.container.settings.db_path) == before
+    assert await pair.counts() == before
     dry = await pair.a("memory_manage", action="batch_delete", memory_ids=ids[:2], dry_run=True)
-    assert dry["count"] == 2 and counts(pair.container.settings.db_path) == before
+    assert dry["count"] == 2 and await pair.counts() == before
     await pair.a("memory_manage", action="batch_delete", memory_ids=ids[:2])
     assert (await pair.a_err("memory", action="get", memory_id=ids[1]))["error"]["code"] == "not_found"
 

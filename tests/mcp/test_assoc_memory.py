@@ -9,8 +9,8 @@ from mcp import Client
 
 from memhub.cli.container import build_container
 from tests.conftest import make_settings
-from tests.helpers import counts, error, ok
-from tests.mcp.conftest import Pair
+from tests.helpers import error, ok
+from tests.mcp.conftest import Pair, settled
 
 pytestmark = pytest.mark.anyio
 
@@ -173,7 +173,10 @@ async def test_associations_semantic_temporal_manual_and_related(pair: Pair) -> 
         "memory", action="store", content="SQLite WAL mode readers writers concurrently", domain="user"
     )
     b = b_out["memory"]["id"]
-    kinds = {(x["to_memory_id"], x["type"]) for x in b_out["associations"]}
+    assert [(x["to_memory_id"], x["type"]) for x in b_out["associations"]] == [(a, "temporal")]
+    await settled(pair.container)  # semantic links follow the vector, made in the background
+    got = await pair.a("memory", action="get", memory_id=b)
+    kinds = {(x["to_memory_id"], x["type"]) for x in got["associations"]}
     assert (a, "semantic") in kinds and (a, "temporal") in kinds
     session = (await pair.a("user", action="get_current"))["current_session"]["id"]
     await pair.a("user", action="end_session", session_id=session)  # c: no temporal links
@@ -272,8 +275,7 @@ async def test_threshold_and_ranking(pair: Pair) -> None:
 
 async def test_memory_bad_input_changes_nothing(pair: Pair) -> None:
     keep = await _store(pair, "keep me")
-    db = pair.container.settings.db_path
-    before = counts(db)
+    before = await pair.counts()
     for arguments, code in [
         ({}, "invalid_parameter"),
         ({"action": "fly"}, "invalid_parameter"),
@@ -304,7 +306,7 @@ async def test_memory_bad_input_changes_nothing(pair: Pair) -> None:
         assert err["error"]["code"] == code, (arguments, err)
     for trick in ['"', "*", "NEAR(", "OR", "a OR b", "(((", "-x"]:
         await pair.a("memory", action="search", query=trick)
-    assert counts(db) == before
+    assert await pair.counts() == before
 
 
 async def test_projects_are_shared_with_the_discussion_toolset(pair: Pair) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 from mcp.server import MCPServer
@@ -14,6 +15,7 @@ from memhub.core.settings import Settings
 from memhub.http.metrics import Metrics
 from memhub.mcp.server import build_mcp_server
 from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, VectorIndex, make_embedder
+from memhub.services.assoc.memories import link_semantic
 from memhub.services.runtime import Runtime
 from memhub.store.sqlite import SqliteStore
 
@@ -68,10 +70,14 @@ def build_runtime(settings: Settings) -> Runtime:
         vectors = VectorIndex(store, embedding.id, embedding.dim)
         backfill = VectorBackfill(store, embedding, vectors)
     engine = SearchEngine(store, embedding, vectors)
-    return Runtime(
+    runtime = Runtime(
         store=store, search=engine, embedding=embedding, backfill=backfill, home=settings.home,
         limiter=anyio.CapacityLimiter(4),
     )  # fmt: skip
+    if backfill is not None:
+        # whichever toolsets this process serves, memories it embeds get their semantic links
+        backfill.on_embedded = partial(link_semantic, runtime)
+    return runtime
 
 
 def build_container(settings: Settings) -> Container:

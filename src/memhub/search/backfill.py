@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 import anyio
@@ -27,6 +28,9 @@ from memhub.search.vectors import VectorIndex
 from memhub.store.base import Store
 
 log = logging.getLogger(__name__)
+
+# Told of every batch of vectors stored: (item id, unit vector) pairs (e.g. to link neighbours).
+OnEmbedded = Callable[[list[tuple[int, np.ndarray]]], Awaitable[None]]
 
 # What a model may raise on one bad input (the C engine via ctypes, numpy shape checks).
 _MODEL_ERRORS = (ValueError, RuntimeError, OSError)
@@ -50,6 +54,7 @@ class VectorBackfill:
         vectors: VectorIndex | None = None,
         *,
         prefetch: int = 1024,
+        on_embedded: OnEmbedded | None = None,
     ) -> None:
         if prefetch < 1:
             raise ValueError("prefetch must be at least 1")
@@ -57,6 +62,7 @@ class VectorBackfill:
         self.embedding = embedding
         self.vectors = vectors
         self.prefetch = prefetch
+        self.on_embedded = on_embedded
         self.embedded = 0  # items embedded since start (a metric)
         self.scans = 0  # missing_vectors calls (a metric)
         self.failed = 0  # texts the model failed on (a metric)
@@ -66,6 +72,9 @@ class VectorBackfill:
         self._wake: anyio.Event | None = None
         self._watermark = 0  # every item id up to here has a vector or is queued
         self._log_seq: int | None = None  # vector_log position: deletions after it are re-embedded
+        self._running = False  # the model is loaded and run_forever is following writes
+        self._pending = False  # this process wrote texts the backfill has not caught up with yet
+        self._settled: anyio.Event | None = None
 
     def reset(self) -> None:
         """Look at every item again on the next scan (after a reindex or a restore)."""
@@ -79,6 +88,11 @@ class VectorBackfill:
         self._queue.clear()
 
     @property
+    def running(self) -> bool:
+        """The model is loaded and new writes are being followed."""
+        return self._running
+
+    @property
     def backlog(self) -> int:
         """Items fetched and waiting to be embedded (a lower bound of the real backlog)."""
         return len(self._queue)
@@ -86,8 +100,28 @@ class VectorBackfill:
     def notify(self) -> None:
         """Items were written by this process: have `run_forever` look now. Call from the event loop."""
         self._notified = True
+        self._pending = True
         if self._wake is not None:
             self._wake.set()
+
+    async def settle(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds until this process's writes have their vectors (and their
+        `on_embedded` work is done); True when caught up. Returns at once when nothing is
+        pending or the backfill is not running (no model yet): a search right after a store
+        then sees the new memory's vector without every store waiting for the model."""
+        if not self._pending or not self._running:
+            return True
+        if self._settled is None:
+            self._settled = anyio.Event()
+        with anyio.move_on_after(timeout):
+            await self._settled.wait()
+        return not self._pending
+
+    def _mark_settled(self) -> None:
+        self._pending = False
+        if self._settled is not None:
+            self._settled.set()
+            self._settled = None
 
     async def run_once(self, batch: int = 32) -> int:
         """Embed and store up to `batch` items lacking a vector; returns how many were stored."""
@@ -111,6 +145,11 @@ class VectorBackfill:
         if self.vectors is not None:
             await anyio.to_thread.run_sync(self.vectors.refresh)
         self.embedded += stored
+        if self.on_embedded is not None and stored:
+            try:
+                await self.on_embedded([(item, np.frombuffer(blob, dtype="<f4")) for item, blob in blobs])
+            except MemhubError as exc:
+                log.warning("after embedding %d items: %s", len(blobs), exc.message)
         return stored
 
     async def _embed(self, rows: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
@@ -194,6 +233,21 @@ class VectorBackfill:
         except EmbedderUnavailable as exc:
             log.warning("vector backfill not started: %s", exc.message)
             return
+        self._running = True
+        try:
+            await self._follow(poll_seconds, max_poll_seconds, rescan_seconds, full_rescan_seconds, batch)
+        finally:
+            self._running = False
+            self._mark_settled()  # nobody waits for a backfill that stopped
+
+    async def _follow(
+        self,
+        poll_seconds: float,
+        max_poll_seconds: float,
+        rescan_seconds: float,
+        full_rescan_seconds: float,
+        batch: int,
+    ) -> None:
         idle = poll_seconds
         last_scan = -math.inf
         last_full = anyio.current_time()
@@ -221,6 +275,8 @@ class VectorBackfill:
                     return
                 except MemhubError as exc:
                     log.warning("vector backfill failed (%s): %s; retrying", exc.kind, exc.message)
+            if (rescan or done) and not self._queue and not self._more and not self._notified:
+                self._mark_settled()  # everything written before the last scan has its vector
             if done and (self._queue or self._more):
                 idle = poll_seconds
                 await anyio.sleep(0)  # more work is waiting: let others run, then go on at once

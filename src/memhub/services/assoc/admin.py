@@ -22,6 +22,7 @@ from memhub.services.assoc.ids import parse_proj
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, Tx
 
+REPORT_SECONDS = 1.0  # progress of a reindex is reported this often
 REINDEX_BATCH = 64
 BACKUP_PARTS = {
     "memories": "DELETE FROM items WHERE kind = 'memory'",
@@ -141,14 +142,22 @@ async def _reindex(call: Call) -> m.AdminOutput:
     def rebuild(tx: Tx) -> tuple[int, int]:
         return tx.reindex_text(), tx.drop_vectors(embedder) if embedder else 0
 
+    backfill = call.runtime.backfill
+    before = backfill.embedded if backfill is not None else 0
     texts, dropped = await call.transact(rebuild)
     embedded = 0
-    if call.runtime.backfill is not None and embedding is not None:
-        call.runtime.backfill.reset()
+    if backfill is not None and embedding is not None:
+        backfill.reset()
         await call.report(0, texts, "embedding")
-        while batch := await call.runtime.backfill.run_once(REINDEX_BATCH):
-            embedded += batch
-            await call.report(embedded, texts, f"embedded {embedded} of {texts}")
+        if backfill.running:  # the background backfill re-embeds (notified by the transaction)
+            while not await backfill.settle(REPORT_SECONDS):
+                embedded = backfill.embedded - before
+                await call.report(embedded, texts, f"embedded {embedded} of {texts}")
+            embedded = backfill.embedded - before
+        else:
+            while batch := await backfill.run_once(REINDEX_BATCH):
+                embedded += batch
+                await call.report(embedded, texts, f"embedded {embedded} of {texts}")
     return m.AdminOutput(
         action="reindex",
         status="ok",

@@ -1,8 +1,10 @@
 """The `memory` tool: store, search, get, get_related, update, delete.
 
 Associations are made when a memory is stored (or its content changes):
-  semantic - the new memory's nearest visible memories whose calibrated similarity is at
-             least SEMANTIC_MIN (strength = that similarity), at most SEMANTIC_K of them;
+  semantic - the memory's nearest older memories its author can see whose calibrated
+             similarity is at least SEMANTIC_MIN (strength = that similarity), at most
+             SEMANTIC_K of them; made by `link_semantic` once the vector backfill has
+             embedded the memory (~0.1 s later), so a store never waits for the model;
   temporal - memories the same author stored in the same session within TEMPORAL_WINDOW
              (strength falls from 1.0 to 0.3 across the window);
   manual   - `related_memory_ids` given by the caller (strength 1.0).
@@ -11,20 +13,21 @@ Associations are made when a memory is stored (or its content changes):
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 
 from memhub.core.clock import isoformat, parse_iso
-from memhub.core.errors import MemhubError, invalid
+from memhub.core.errors import invalid
 from memhub.core.hashing import content_hash
 from memhub.core.models import Viewer
 from memhub.services.assoc import access, ranking
 from memhub.services.assoc import models as m
 from memhub.services.assoc.access import MEMORY
-from memhub.services.assoc.ids import mem_id, parse_mem
-from memhub.services.runtime import Call
+from memhub.services.assoc.ids import mem_id
+from memhub.services.runtime import Call, Runtime
 from memhub.store.base import ItemQuery, ItemRow, NewItem, Tx
 
 log = logging.getLogger(__name__)
@@ -36,29 +39,45 @@ ASSOCIATION = "association"
 SUBTYPES = ("semantic", "temporal", "manual")
 
 
-async def passage_vector(call: Call, text: str) -> np.ndarray | None:
-    """The text's vector, or None when no embedder is configured or it cannot run."""
-    embedding = call.runtime.embedding
-    if embedding is None:
-        return None
-    try:
-        return np.asarray((await embedding.embed_passages([text]))[0], dtype=np.float32)
-    except MemhubError as exc:
-        log.warning("memory stored without a vector: %s", exc.message)
-        return None
+async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarray]]) -> int:
+    """Semantic associations of memories that just got their vectors; returns how many were made.
 
+    The vector backfill calls this after each batch it stores, so `memory(store)` never waits
+    for the model. Each memory is linked to its nearest *older* memories its author can see
+    whose calibrated similarity reaches SEMANTIC_MIN (one direction per pair, as at store
+    time; a re-embedded memory refreshes its links). One write transaction per batch.
+    """
+    engine, embedding = runtime.search, runtime.embedding
+    if engine is None or embedding is None or not embedded:
+        return 0
 
-async def _semantic_neighbours(
-    call: Call, vec: np.ndarray | None, exclude: int | None
-) -> list[tuple[int, float]]:
-    engine = call.runtime.search
-    if vec is None or engine is None or call.runtime.embedding is None:
-        return []
-    viewer = Viewer(principal=call.principal.id, now=isoformat(call.runtime.clock.now()))
-    hits = await engine.nearest(viewer, vec, k=SEMANTIC_K + 1, kinds=(MEMORY,))
-    embedder = call.runtime.embedding.id
-    found = [(item, ranking.calibrated(embedder, cos)) for item, cos in hits if item != exclude]
-    return [(item, sim) for item, sim in found if sim >= SEMANTIC_MIN][:SEMANTIC_K]
+    def owners() -> dict[int, str]:
+        with runtime.store.transaction(write=False) as tx:
+            return tx.item_owners([item for item, _ in embedded], (MEMORY,))
+
+    authors = await runtime.in_thread(owners)
+    now = isoformat(runtime.clock.now())
+    found: list[tuple[int, int, float]] = []
+    for item, vec in embedded:
+        if item not in authors:
+            continue  # not a memory (a discussion log, say), or deleted meanwhile
+        viewer = Viewer(principal=authors[item], now=now)
+        hits = await engine.nearest(viewer, vec, k=2 * SEMANTIC_K + 1, kinds=(MEMORY,))
+        sims = ((other, ranking.calibrated(embedding.id, cos)) for other, cos in hits if other < item)
+        near = [(other, sim) for other, sim in sims if sim >= SEMANTIC_MIN]  # best first
+        found.extend((item, other, sim) for other, sim in near[:SEMANTIC_K])
+    if not found:
+        return 0
+
+    def write() -> int:
+        with runtime.store.transaction(write=True) as tx:
+            alive = tx.item_owners(sorted({i for pair in found for i in pair[:2]}), (MEMORY,))
+            made = [(src, dst, sim) for src, dst, sim in found if src in alive and dst in alive]
+            for src, dst, sim in made:
+                tx.upsert_link(src, dst, ASSOCIATION, "semantic", round(sim, 4))
+            return len(made)
+
+    return await runtime.in_thread(write)
 
 
 def _link(tx: Tx, src: int, dst: int, subtype: str, strength: float) -> m.Association:
@@ -66,10 +85,9 @@ def _link(tx: Tx, src: int, dst: int, subtype: str, strength: float) -> m.Associ
     return _association(src, dst, subtype, round(strength, 4))
 
 
-def _associate(
-    tx: Tx, call: Call, row: ItemRow, semantic: list[tuple[int, float]], manual: list[str]
-) -> list[m.Association]:
-    made = [_link(tx, row.id, other, "semantic", sim) for other, sim in semantic]
+def _associate(tx: Tx, call: Call, row: ItemRow, manual: list[str]) -> list[m.Association]:
+    """Temporal and manual associations, made with the memory; semantic ones follow its vector."""
+    made: list[m.Association] = []
     if row.session_id is not None:
         since = isoformat(parse_iso(tx.now) - TEMPORAL_WINDOW)
         recent = tx.query_items(
@@ -89,20 +107,12 @@ def _associate(
     return made
 
 
-def _put_vector(call: Call, tx: Tx, item_id: int, vec: np.ndarray | None) -> None:
-    if vec is not None and call.runtime.embedding is not None:
-        data = np.asarray(vec, dtype="<f4")
-        tx.put_vector(item_id, call.runtime.embedding.id, data.tobytes(), int(data.shape[0]))
-
-
 async def store(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     if args.content is None or not args.content.strip():
         raise invalid("content is required to store a memory")
     if args.domain is None:
         raise invalid("domain is required to store a memory (global, user, project or session)")
     content = args.content
-    vec = await passage_vector(call, content)
-    semantic = await _semantic_neighbours(call, vec, exclude=None)
 
     def work(tx: Tx) -> m.MemoryOutput:
         where = access.target(tx, call.principal, args.domain, args.project_id, args.session_id)  # type: ignore[arg-type]
@@ -123,8 +133,7 @@ async def store(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
                 content_hash=content_hash(content),
             )
         )
-        _put_vector(call, tx, row.id, vec)
-        made = _associate(tx, call, row, semantic, args.related_memory_ids or [])
+        made = _associate(tx, call, row, args.related_memory_ids or [])
         call.detail["memory_id"] = mem_id(row.id)
         return m.MemoryOutput(action="store", memory=access.to_memory(row), associations=made)
 
@@ -160,8 +169,6 @@ async def update(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         raise invalid("content must not be empty")
     if args.domain is not None:
         raise invalid("update does not move memories: use memory_manage(action='change_domain')")
-    vec = await passage_vector(call, args.content) if args.content is not None else None
-    semantic = await _semantic_neighbours(call, vec, exclude=parse_mem(args.memory_id))
 
     def work(tx: Tx) -> m.MemoryOutput:
         row = access.modifiable_memory(tx, call.principal, str(args.memory_id))
@@ -180,13 +187,8 @@ async def update(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
             raise invalid(
                 "nothing to update: give content, tags, category, importance, metadata or related_memory_ids"
             )
-        updated = tx.update_item(row.id, changes) if changes else row
-        _put_vector(call, tx, row.id, vec)
-        made = (
-            _associate(tx, call, updated, semantic, args.related_memory_ids or [])
-            if vec is not None or args.related_memory_ids
-            else []
-        )
+        updated = tx.update_item(row.id, changes) if changes else row  # new text: vector dropped
+        made = _associate(tx, call, updated, args.related_memory_ids or []) if args.related_memory_ids else []
         return m.MemoryOutput(action="update", memory=access.to_memory(updated), associations=made)
 
     return await call.transact(work)

@@ -27,6 +27,7 @@ from memhub.store.base import ItemQuery, ItemRow, Tx
 
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
 ALPHA = 0.4  # vector weight in the fusion: best on LoCoMo with e5, within noise on the ja set
+SETTLE_SECONDS = 1.0  # a search waits at most this long for the vectors of just-stored memories
 MAX_TOTAL = 1_000  # filter searches count matches up to this
 
 
@@ -76,6 +77,13 @@ ScopeFn = Callable[[Tx], Scoped]
 T = TypeVar("T")
 
 
+async def caught_up(call: Call) -> None:
+    """Read your writes: memories this process stored just before get their vectors first
+    (stores do not wait for the model; this waits at most SETTLE_SECONDS, and only then)."""
+    if call.runtime.backfill is not None:
+        await call.runtime.backfill.settle(SETTLE_SECONDS)
+
+
 def _viewer(call: Call) -> Viewer:
     return Viewer(principal=call.principal.id, now=isoformat(call.runtime.clock.now()))
 
@@ -92,6 +100,7 @@ async def ranked(
     engine = call.runtime.search
     if engine is None:
         raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
+    await caught_up(call)
     hits = await engine.search(
         _viewer(call),
         query,
@@ -124,12 +133,7 @@ async def ranked(
                 )
                 scored.append((ranking.score(rel, row.importance, row.access_count), sim, row))
         scored.sort(key=lambda t: (-t[0], -t[2].id))
-        chosen = scored[:limit]
-        tx.touch_access([row.id for _, _, row in chosen])
-        memories = [
-            access.to_memory(replace(row, access_count=row.access_count + 1), score=score, similarity=sim)
-            for score, sim, row in chosen
-        ]
+        memories = [access.to_memory(row, score=score, similarity=sim) for score, sim, row in scored[:limit]]
         return memories, len(scored)
 
     return await call.transact(work)
@@ -197,8 +201,7 @@ async def _filtered(
             found = tx.query_items(viewer, replace(scope.restrict(query), limit=args.limit + len(seen)))
             rows += [r for r in found if r.id not in seen][: args.limit - len(rows)]
         total = tx.count_items(viewer, replace(scope.restrict(queries[-1]), order="id_asc"), cap=MAX_TOTAL)
-        tx.touch_access([r.id for r in rows])
-        return [access.to_memory(replace(r, access_count=r.access_count + 1)) for r in rows], total
+        return [access.to_memory(r) for r in rows], total
 
     return await call.transact(work)
 
@@ -217,6 +220,7 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int]
         row = access.get_memory(tx, call.principal, args.memory_id)
         return row, tx.get_vector(row.id, embedding.id)
 
+    await caught_up(call)
     row, blob = await call.runtime.in_thread(lambda: _read(call, source))
     vec = np.frombuffer(blob, dtype="<f4") if blob else (await embedding.embed_passages([row.body]))[0]
     hits = await engine.nearest(_viewer(call), vec, k=args.limit * 4 + 1, kinds=(MEMORY,))
@@ -232,7 +236,6 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int]
             (r for r in rows if scope.admits(r) and sims[r.id] >= args.threshold), key=lambda r: -sims[r.id]
         )
         chosen = kept[: args.limit]
-        tx.touch_access([r.id for r in chosen])
         return [access.to_memory(r, score=sims[r.id], similarity=sims[r.id]) for r in chosen], len(kept)
 
     return await call.transact(work)

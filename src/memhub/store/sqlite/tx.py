@@ -364,6 +364,18 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         ).fetchall()
         return [(r["id"], f"{r['title']}\n{r['body']}".strip()) for r in rows]
 
+    def item_owners(self, ids: Sequence[int], kinds: Sequence[str]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            rows = self.conn.execute(
+                f"SELECT id, owner FROM items WHERE id IN ({placeholders(chunk)})"
+                f" AND kind IN ({placeholders(kinds)})",
+                [*chunk, *kinds],
+            )
+            out.update((int(r["id"]), str(r["owner"])) for r in rows)
+        return out
+
     def max_item_id(self) -> int:
         return int(self.conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()[0])
 
