@@ -46,8 +46,11 @@ bench-quality: $(STAMP)
 	for e in none e5 use; do $(BIN)/python bench/quality/run.py --dataset ja --embedder $$e; done
 	for e in none e5 use; do $(BIN)/python bench/quality/run.py --dataset locomo --embedder $$e; done
 
+## bench-smoke: both latency scripts at a tiny size (stdio; HTTP with a 1,000-memory import)
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/latency.py --sizes 200 --queries 20
+	$(BIN)/python bench/assoc_latency.py --sizes 200 --queries 10 --embedder hash --transport http \
+		--import-n 1000 --out bench/results/assoc_latency-smoke.json
 
 # bench-peers: memhub next to other MCP memory servers, installed in throwaway environments
 -include bench/peers.mk

@@ -1,18 +1,35 @@
-"""Latency of the assoc toolset through the real MCP client over stdio, at 10k and 100k memories.
+"""Latency of the assoc toolset through the real MCP client, at 10k and 100k memories.
 
     .venv/bin/python bench/assoc_latency.py --sizes 10000,100000 [--embedder e5]
+        [--transport stdio|http] [--import-n 2000]
 
 Seeding: N memories in a mix of domains, written in-process through the store; their vectors
 are real embeddings of a pool of distinct texts (embedding 100k texts would take ~40 min on
 this machine, and the search cost depends on the matrix size, not on which rows repeat).
-Then `memhub serve --transport stdio` starts (the index warms in the background; the
-benchmark waits until the server answers health_check with every vector indexed) and the
-client times memory.store, memory.search, search(semantic), search(tags), memory.get.
+Then `memhub serve` starts, over stdio (the client spawns it) or, with `--transport http`,
+as a subprocess on a free 127.0.0.1 port reached at /mcp (its stderr goes to a log next to
+the database). The index warms in the background; the benchmark waits until the server
+answers health_check with every vector indexed, then times, `--queries` calls each:
+
+1. memory.store. A store no longer embeds: vectors and semantic links come from the
+   background backfill. So, before searching, the benchmark polls health_check until
+   `details.vectors_pending` is false and reports that wait as `backfill_catch_up_s`.
+2. memory.search, search(semantic), search(tags), memory.get.
+
+After the timed calls it reports the server's resident memory (VmRSS now, VmHWM peak, MiB,
+from /proc/<pid>/status; over stdio the pid is found by the db path on its command line).
+
+Bulk import (`--import-n N`, default 2000, 0 skips it): N new memories (bench/corpus.py texts)
+as a JSON array, one record per line, sent in one memory_manage(action="import") call; the
+server's progress notifications (every 1,000 records) draw a bar on stderr. Reported: import
+seconds and records/s, then the wait until vectors_pending is false again (the backfill
+embedding and linking the imported memories) as embedding catch-up seconds and vectors/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import tempfile
@@ -22,10 +39,18 @@ from typing import Any
 
 import anyio
 import numpy as np
-from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEMHUB, RESULTS, print_table, time_calls, write_report
+from common import (
+    RESULTS,
+    TRANSPORTS,
+    format_rss,
+    memhub_server,
+    print_table,
+    rss_mib,
+    time_calls,
+    write_report,
+)
 from corpus import SUBJECTS_EN, SUBJECTS_JA, texts
 from memhub.search import make_embedder
 from memhub.store.base import NewItem
@@ -34,6 +59,9 @@ from memhub.store.sqlite import SqliteStore
 POOL = 2000
 TAGS = ["db", "deploy", "auth", "ui", "perf", "security", "test", "docs", "infra", "api"]
 CATEGORIES = ["decision", "preference", "fact", "todo", "research"]
+SERVER_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "PATH": "/usr/bin:/bin"}
+POLL_S = 0.1  # health_check polling while waiting for the backfill
+CATCH_UP_DEADLINE_S = 600.0
 
 
 def seed(db: Path, n: int, embedder_name: str) -> None:
@@ -78,24 +106,98 @@ def seed(db: Path, n: int, embedder_name: str) -> None:
     store.close()
 
 
-async def measure(db: Path, n: int, embedder: str, queries: int) -> dict[str, dict[str, float]]:
-    params = StdioServerParameters(
-        command=MEMHUB,
-        args=[
-            "--db",
-            str(db),
-            "--user",
-            "bench",
-            "--project",
-            "bench",
-            "serve",
-            "--transport",
-            "stdio",
-            "--embedder",
-            embedder,
-        ],
-        env={"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "PATH": "/usr/bin:/bin"},
+async def health(client: Any) -> dict[str, Any]:
+    result = await client.call_tool("admin", {"action": "health_check"})
+    assert not result.is_error, result.content
+    details: dict[str, Any] = (result.structured_content or {}).get("details", {})
+    return details
+
+
+async def wait_for_backfill(client: Any) -> tuple[float, dict[str, Any]]:
+    """Seconds until health_check says this process's writes all have their vectors and links."""
+    started = time.perf_counter()
+    while True:
+        details = await health(client)
+        if not details.get("vectors_pending"):
+            return time.perf_counter() - started, details
+        if time.perf_counter() - started > CATCH_UP_DEADLINE_S:
+            raise RuntimeError(f"the backfill did not catch up within {CATCH_UP_DEADLINE_S:.0f}s: {details}")
+        await anyio.sleep(POLL_S)
+
+
+def import_payload(n: int) -> str:
+    """n memories as a JSON array, one record per line (so an import error names a useful line)."""
+    rng = random.Random(21)
+    records = [
+        json.dumps({"content": text, "domain": "user", "tags": rng.sample(TAGS, 2)}, ensure_ascii=False)
+        for text in texts(n, seed=2024)
+    ]
+    return "[\n" + ",\n".join(records) + "\n]"
+
+
+class ProgressBar:
+    """A one-line text bar on stderr, redrawn by MCP progress notifications."""
+
+    def __init__(self, label: str, width: int = 30) -> None:
+        self.label, self.width, self.updates = label, width, 0
+        self.tty = sys.stderr.isatty()
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.updates += 1
+        self.draw(progress, total, message)
+
+    def draw(self, progress: float, total: float | None, message: str | None = None) -> None:
+        if total:
+            filled = round(self.width * min(1.0, progress / total))
+            bar = "#" * filled + "-" * (self.width - filled)
+            text = f"{self.label} [{bar}] {progress:,.0f}/{total:,.0f}"
+        else:
+            text = f"{self.label} {progress:,.0f}"
+        line = f"{text}  {message or ''}".rstrip()
+        if self.tty:  # redraw in place
+            sys.stderr.write(f"\r{line}\x1b[K")
+        else:  # a log file: one line per update
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def close(self, done: float, total: float) -> None:
+        self.draw(done, total, "done")
+        if self.tty:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+async def measure_import(client: Any, n: int) -> dict[str, Any]:
+    payload = import_payload(n)
+    before = (await health(client)).get("vectors_indexed", 0)
+    bar = ProgressBar(f"  import {n:,}")
+    bar.draw(0, n)
+    started = time.perf_counter()
+    result = await client.call_tool(
+        "memory_manage", {"action": "import", "import_data": payload}, progress_callback=bar
     )
+    imported_s = time.perf_counter() - started
+    assert not result.is_error, result.content
+    count = (result.structured_content or {}).get("count")
+    bar.close(count or 0, n)
+    assert count == n, result.structured_content
+    catch_up_s, details = await wait_for_backfill(client)
+    vectors = details.get("vectors_indexed", 0) - before
+    return {
+        "records": n,
+        "payload_mib": round(len(payload.encode()) / 2**20, 2),
+        "import_s": round(imported_s, 2),
+        "records_per_s": round(n / imported_s, 1),
+        "progress_notifications": bar.updates,
+        "embed_catch_up_s": round(catch_up_s, 2),
+        "vectors_made": vectors,
+        "vectors_per_s": round(vectors / catch_up_s, 1) if catch_up_s > 0 else None,
+    }
+
+
+async def measure(
+    db: Path, n: int, embedder: str, queries: int, transport: str, import_n: int
+) -> dict[str, Any]:
     rng = random.Random(9)
     queries_text = (
         SUBJECTS_JA
@@ -103,23 +205,24 @@ async def measure(db: Path, n: int, embedder: str, queries: int) -> dict[str, di
         + ["how do we deploy safely", "データベースの移行手順", "retry with backoff"]
     )
     new_texts = texts(queries + 50, seed=99)
-    results: dict[str, dict[str, float]] = {}
-    async with Client(params) as client:
+    out: dict[str, Any] = {}
+    async with memhub_server(db, transport=transport, embedder=embedder, env=SERVER_ENV) as (client, pid):
         deadline = time.monotonic() + 600
         while True:  # wait for the background warm-up: model loaded, every vector in the index
-            health = (await client.call_tool("admin", {"action": "health_check"})).structured_content or {}
-            details = health.get("details", {})
+            details = await health(client)
             if details.get("embedder_ready") and details.get("vectors_indexed", 0) >= n:
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"index did not warm up: {details}")
             await anyio.sleep(0.2)
         ids = [f"mem_{rng.randint(1, n)}" for _ in range(queries)]
-        ops: dict[str, Any] = {
+        store_op: dict[str, Any] = {
             "memory.store": lambda i: (
                 "memory",
                 {"action": "store", "content": new_texts[i], "domain": "user", "tags": rng.sample(TAGS, 2)},
             ),
+        }
+        read_ops: dict[str, Any] = {
             "memory.search": lambda i: (
                 "memory",
                 {"action": "search", "query": rng.choice(queries_text), "threshold": 0.0},
@@ -133,8 +236,17 @@ async def measure(db: Path, n: int, embedder: str, queries: int) -> dict[str, di
         }
         for _ in range(10):
             await client.call_tool("memory", {"action": "search", "query": "warm up", "threshold": 0.0})
-        results = await time_calls(client, ops, queries, 1)
-    return results
+        ops = await time_calls(client, store_op, queries, 1)
+        catch_up_s, _ = await wait_for_backfill(client)  # so the searches below do not absorb it
+        ops |= await time_calls(client, read_ops, queries, 1)
+        out["ops"] = ops
+        out["backfill_catch_up_s"] = round(catch_up_s, 2)
+        out["server_pid_found"] = pid is not None
+        out["rss_mib"] = rss_mib(pid)
+        if import_n:
+            out["import"] = await measure_import(client, import_n)
+            out["import"]["rss_mib"] = rss_mib(pid)
+    return out
 
 
 def main() -> None:
@@ -144,9 +256,19 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--embedder", default="e5")
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio")
+    parser.add_argument(
+        "--import-n", type=int, default=2000, help="memories in the bulk-import measurement (0: skip it)"
+    )
     parser.add_argument("--out", default=str(RESULTS / "assoc_latency.json"))
     args = parser.parse_args()
-    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "embedder": args.embedder, "sizes": {}}
+    report: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "embedder": args.embedder,
+        "transport": args.transport,
+        "queries": args.queries,
+        "sizes": {},
+    }
     for size in [int(x) for x in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             db = Path(tmp) / "bench.db"
@@ -154,13 +276,30 @@ def main() -> None:
             started = time.perf_counter()
             seed(db, size, args.embedder)
             seeded = time.perf_counter() - started
-            results = anyio.run(measure, db, size, args.embedder, args.queries)
-            report["sizes"][size] = {"seed_s": round(seeded, 1), "ops": results}
+            measured = anyio.run(
+                measure, db, size, args.embedder, args.queries, args.transport, args.import_n
+            )
+            report["sizes"][size] = {"seed_s": round(seeded, 1), **measured}
         print(
             f"{size:,} memories (seeded in {seeded:.0f}s), embedder {args.embedder},"
-            f" {args.queries} calls each"
+            f" {args.transport}, {args.queries} calls each"
         )
-        print_table("", results)
+        print_table("", measured["ops"])
+        print(f"backfill catch-up after {args.queries} stores: {measured['backfill_catch_up_s']:.2f}s")
+        print(format_rss(measured["rss_mib"]))
+        if "import" in measured:
+            imp = measured["import"]
+            print(
+                f"import of {imp['records']:,} memories ({imp['payload_mib']} MiB):"
+                f" {imp['import_s']:.2f}s, {imp['records_per_s']:,.0f} records/s"
+                f" ({imp['progress_notifications']} progress notifications)"
+            )
+            rate = f"{imp['vectors_per_s']:,.0f}" if imp["vectors_per_s"] is not None else "-"
+            print(
+                f"embedding catch-up: {imp['embed_catch_up_s']:.2f}s for {imp['vectors_made']:,} vectors,"
+                f" {rate} vectors/s"
+            )
+            print("after import " + format_rss(imp["rss_mib"]))
     write_report(args.out, report)
 
 

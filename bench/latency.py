@@ -1,11 +1,14 @@
-"""Latency of the discussion toolset through the real MCP client over stdio, at several sizes.
+"""Latency of the discussion toolset through the real MCP client, at several sizes.
 
-    .venv/bin/python bench/latency.py --sizes 1000,10000
+    .venv/bin/python bench/latency.py --sizes 1000,10000 [--transport stdio|http]
 
 For each size: seed a fresh database with that many log entries (plus topics and decisions,
-written in-process through the same service code), start `memhub serve --transport stdio`,
-then time round trips of add-log, add-decision, search-topics, search-decisions, get-logs
-and get-topic-tree. Prints p50/p95 in milliseconds and writes bench/results/latency.json.
+written in-process through the same service code), start `memhub serve` over stdio (the
+client spawns it; the default) or, with `--transport http`, as a subprocess on a free
+127.0.0.1 port reached at /mcp (stderr to a log next to the database), then time round trips
+of add-log, add-decision, search-topics, search-decisions, get-logs and get-topic-tree.
+Prints p50/p95 in milliseconds and the server's resident memory after the timed calls
+(VmRSS and peak VmHWM from /proc/<pid>/status, MiB), and writes bench/results/latency.json.
 """
 
 from __future__ import annotations
@@ -19,10 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEMHUB, RESULTS, print_table, time_calls, write_report
+from common import (
+    RESULTS,
+    TRANSPORTS,
+    format_rss,
+    memhub_server,
+    print_table,
+    rss_mib,
+    time_calls,
+    write_report,
+)
 from corpus import SUBJECTS_EN, SUBJECTS_JA, texts
 from memhub.core.models import Principal
 from memhub.services.discussion import models as m
@@ -66,23 +77,9 @@ def seed(db: Path, n: int) -> tuple[int, list[int]]:
     return pid, topics
 
 
-async def measure(db: Path, pid: int, topics: list[int], queries: int) -> dict[str, dict[str, float]]:
-    params = StdioServerParameters(
-        command=MEMHUB,
-        args=[
-            "--db",
-            str(db),
-            "--user",
-            "bench",
-            "--project",
-            "bench",
-            "serve",
-            "--transport",
-            "stdio",
-            "--embedder",
-            "none",
-        ],
-    )
+async def measure(
+    db: Path, pid: int, topics: list[int], queries: int, transport: str
+) -> tuple[dict[str, dict[str, float]], dict[str, float] | None]:
     rng = random.Random(11)
     keywords = [*SUBJECTS_JA, "sqlite", "retry", "plan mode", "設計", "レビュー", "no-such-word"]
     ops: dict[str, Any] = {
@@ -105,12 +102,12 @@ async def measure(db: Path, pid: int, topics: list[int], queries: int) -> dict[s
             {"project_id": pid, "topic_id": rng.choice(topics[:50])},
         ),
     }
-    results: dict[str, dict[str, float]] = {}
-    async with Client(params) as client:
+    async with memhub_server(db, transport=transport, embedder="none") as (client, server_pid):
         for _ in range(20):  # warm up
             await client.call_tool("get-projects", {})
         results = await time_calls(client, ops, queries, 2)
-    return results
+        rss = rss_mib(server_pid)
+    return results, rss
 
 
 def main() -> None:
@@ -119,22 +116,24 @@ def main() -> None:
     )
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio")
     parser.add_argument("--out", default=str(RESULTS / "latency.json"))
     args = parser.parse_args()
-    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "transport": "stdio", "sizes": {}}
+    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "transport": args.transport, "sizes": {}}
     for size in [int(x) for x in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             db = Path(tmp) / "bench.db"
             started = time.perf_counter()
             pid, topics = seed(db, size)
             seeded = time.perf_counter() - started
-            results = anyio.run(measure, db, pid, topics, args.queries)
-        report["sizes"][size] = {"seed_s": round(seeded, 1), "ops": results}
+            results, rss = anyio.run(measure, db, pid, topics, args.queries, args.transport)
+        report["sizes"][size] = {"seed_s": round(seeded, 1), "ops": results, "rss_mib": rss}
         print(
             f"\n{size:,} log entries ({len(topics):,} topics), seeded in {seeded:.1f}s;"
-            f" {args.queries} calls each"
+            f" {args.transport}, {args.queries} calls each"
         )
         print_table("", results)
+        print(format_rss(rss))
     write_report(args.out, report)
 
 

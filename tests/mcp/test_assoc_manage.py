@@ -277,3 +277,25 @@ async def test_admin_actions(pair: Pair, tmp_path: Path) -> None:
     assert (await pair.a_err("admin", action="migrate_domain", migration_config=bad))["error"]["code"] == (
         "invalid_parameter"
     )
+
+
+async def test_long_import_and_reindex_report_progress(pair: Pair) -> None:
+    records = [json.dumps({"content": f"imported note {i}", "domain": "user"}) for i in range(2_500)]
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    result = await pair.alice.call_tool(
+        "memory_manage",
+        {"action": "import", "import_data": "[\n" + ",\n".join(records) + "\n]"},
+        progress_callback=on_progress,
+    )
+    assert not result.is_error and result.structured_content["count"] == 2_500
+    assert [(d, t) for d, t, _ in seen] == [(1000, 2500), (2000, 2500)]
+    assert seen[0][2] == "imported 1000 of 2500"
+
+    seen.clear()
+    result = await pair.alice.call_tool("admin", {"action": "reindex"}, progress_callback=on_progress)
+    assert not result.is_error and result.structured_content["details"]["vectors_embedded"] >= 2_500
+    assert seen and seen[0] == (0, 2_500, "embedding")

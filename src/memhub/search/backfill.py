@@ -93,6 +93,11 @@ class VectorBackfill:
         return self._running
 
     @property
+    def pending(self) -> bool:
+        """This process wrote texts whose vectors (and semantic links) are not made yet."""
+        return self._pending
+
+    @property
     def backlog(self) -> int:
         """Items fetched and waiting to be embedded (a lower bound of the real backlog)."""
         return len(self._queue)

@@ -59,6 +59,11 @@ class Call:
         if self.progress is not None:
             await self.progress(done, total, message)
 
+    def report_from_thread(self, done: float, total: float | None, message: str | None = None) -> None:
+        """`report` from inside `transact`'s worker thread (long imports)."""
+        if self.progress is not None:
+            anyio.from_thread.run(self.report, done, total, message)
+
     async def transact(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in one write transaction together with this call's audit event."""
 

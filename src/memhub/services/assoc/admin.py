@@ -65,6 +65,8 @@ async def _health(call: Call) -> m.AdminOutput:
     }
     vectors = call.runtime.search.vectors if call.runtime.search else None
     details["vectors_indexed"] = len(vectors) if vectors is not None else 0
+    backfill = call.runtime.backfill
+    details["vectors_pending"] = backfill is not None and backfill.running and backfill.pending
     status = "ok" if ok and (embedding is None or embedding.error is None) else "degraded"
     if embedding is not None and embedding.error:
         details["embedder_error"] = embedding.error

@@ -191,6 +191,9 @@ def _find_key_array(text: str, key: str) -> int:
     raise invalid(f'"{key}" array not found')
 
 
+IMPORT_REPORT_EVERY = 1_000  # records between two progress notifications of an import
+
+
 def _import(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
     if not args.import_data:
         raise invalid("import_data is required to import")
@@ -251,6 +254,9 @@ def _import(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
         if record.id:
             mapping[record.id] = row.id
         created.append(mem_id(row.id))
+        if len(created) % IMPORT_REPORT_EVERY == 0:
+            done, total = len(created), len(validated)
+            call.report_from_thread(done, total, f"imported {done} of {total}")
     for link in links:
         if isinstance(link, dict) and link.get("from") in mapping and link.get("to") in mapping:
             subtype = link.get("type") if link.get("type") in ("semantic", "temporal", "manual") else "manual"
