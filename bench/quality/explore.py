@@ -25,13 +25,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import JA_SET, LOCOMO, REPO, Corpus, Tally, load_ja, load_locomo, score_ranking  # noqa: E402
+from run import JA_SET, LOCOMO, REPO, Corpus, Tally, load_ja, load_locomo, score_ranking
 
-from memhub.core.text import fts_query, index_text  # noqa: E402
-from memhub.search.embedders import make_embedder  # noqa: E402
+from memhub.core.text import fts_query, index_text, is_cjk
+from memhub.search.embedders import make_embedder
 
 CACHE = REPO / "bench" / "results"
 HEAD = {"locomo": "cats1-4", "ja": "all"}
+FLOORS = {"e5": 0.78, "use": 0.10}  # ranking.CALIBRATION's unrelated-text cosine
 
 
 def corpora(dataset: str) -> list[Corpus]:
@@ -102,6 +103,7 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
             tn = text / text.max() if text.max() > 0 else text
             cos = {m: vec[m][0][p0 : p0 + n] @ vec[m][1][q0 + qi] for m in models}
             feats = {"bm25": tn}
+            rankings: dict[str, np.ndarray] = {}
             for m in models:
                 cm = cos[m]
                 feats[m] = minmax(cm)
@@ -109,13 +111,29 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
                 nb = np.maximum(np.r_[cm[1:], cm[-1]], np.r_[cm[0], cm[:-1]])
                 feats[m + "+nb"] = minmax(cm + 0.3 * nb)
                 feats[m + "+prev"] = minmax(cm + 0.3 * np.r_[cm[0], cm[:-1]])
+            for name, cm, floor in [(m, cos[m], FLOORS[m]) for m in models] + (
+                [("cat", 0.75 * cos[models[0]] + 0.25 * cos[models[1]], 0.75 * FLOORS[models[0]] + 0.25 * FLOORS[models[1]])]
+                if len(models) == 2 else []
+            ):
+                top = np.sort(cm)[-200:]
+                lo = min(floor, float(top[0]))
+                prod = np.clip((cm - lo) / (float(top[-1]) - lo), 0, 1)
+                prod[cm < top[0]] = 0.0  # not a vector candidate
+                for a in (0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+                    rankings[f"PROD-{name}@{a}"] = a * prod + (1 - a) * tn
+                    # adaptive: CJK queries lean on vectors (bigram BM25 is noisy, cannot cross languages)
+                    b = 0.9 if any(is_cjk(ch) for ch in q.text) else a
+                    rankings[f"ADAPT-{name}@{a}"] = b * prod + (1 - b) * tn
             if len(models) == 2:
-                feats["ens"] = minmax(feats[models[0]] + feats[models[1]])
-            rankings: dict[str, np.ndarray] = {}
+                for w in (0.6, 0.7, 0.75, 0.8, 0.85):  # one concatenated vector: raw cosines weighted
+                    feats[f"cat{w}"] = minmax(w * cos[models[0]] + (1 - w) * cos[models[1]])
+                for w in (0.3, 0.4, 0.5, 0.6, 0.7):
+                    feats[f"ens{w}"] = minmax(w * feats[models[0]] + (1 - w) * feats[models[1]])
+                    feats[f"ens{w}+nb"] = minmax(w * feats[models[0] + "+nb"] + (1 - w) * feats[models[1] + "+nb"])
             for name, f in feats.items():
                 rankings[name] = f
                 if name != "bm25":
-                    for a in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+                    for a in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
                         rankings[f"{name}|bm25@{a}"] = a * f + (1 - a) * tn
             for name, s in rankings.items():
                 top = np.argsort(-s, kind="stable")[:10]
@@ -125,7 +143,7 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
     head = HEAD[dataset]
     rows = sorted(((t.means()[head], name) for name, t in configs.items()), key=lambda r: -r[0]["hit@5"])
     print(f"== {dataset} ({head}) models={','.join(models)}")
-    for means, name in rows[:25]:
+    for means, name in rows[:200]:
         extra = ""
         if dataset == "ja":
             m = configs[name].means()

@@ -75,7 +75,7 @@ LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
 JA_SET = REPO / "bench" / "data" / "ja_set.json"
 
 DATASETS = ("locomo", "ja")
-EMBEDDERS = ("e5", "use", "hash", "none")
+EMBEDDERS = ("e5+use", "e5", "use", "hash", "none")
 ALPHAS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 CUTOFF = 10  # every ranking is scored on its top 10 (the production search's limit)
 SWEEP_K = CANDIDATES  # candidates per side for the sweep: as many as the production search takes

@@ -10,6 +10,7 @@ import pytest
 
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.search.embedders import (
+    CombinedEmbedder,
     E5Embedder,
     Embedder,
     EmbedderUnavailable,
@@ -99,7 +100,9 @@ def test_factory_names() -> None:
     assert isinstance(hashing, HashingEmbedder)
     assert available_embedders()[-1] == "hash"
     auto = make_embedder("auto")
-    assert auto is not None and auto.id.split("/")[0] in {"e5-small-q4", "use-m3", "hash-v1"}
+    assert auto is not None and auto.id.split("/")[0] in {"e5+use-75", "e5-small-q4", "use-m3", "hash-v1"}
+    combined = make_embedder("e5+use")
+    assert combined is not None and (combined.id, combined.dim) == ("e5+use-75/896", 896)
     with pytest.raises(MemhubError) as err:
         make_embedder("word2vec")
     assert err.value.kind is ErrorKind.INVALID
@@ -115,6 +118,26 @@ def test_factory_refuses_missing_package(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "memhub[e5]" in err.value.message
     assert available_embedders() == ["hash"]
     assert isinstance(make_embedder("auto"), HashingEmbedder)
+
+
+def test_combined_cosine_is_the_weighted_sum_of_its_parts() -> None:
+    first, second = HashingEmbedder(dim=64), HashingEmbedder(dim=32)
+    combined = CombinedEmbedder(first, second, 0.75, name="pair")
+    assert (combined.id, combined.dim) == ("pair-75/96", 96)
+    texts = ["deploy the database migration", "database migration before deploy", "lunch at noon", ""]
+    vecs = combined.embed_passages(texts)
+    query = combined.embed_queries(["how do we deploy the migration"])[0]
+    a, b = first.embed_passages(texts), second.embed_passages(texts)
+    qa, qb = (
+        first.embed_queries(["how do we deploy the migration"])[0],
+        second.embed_queries(["how do we deploy the migration"])[0],
+    )
+    assert vecs.dtype == np.float32 and vecs.shape == (4, 96)
+    assert np.linalg.norm(vecs[:3], axis=1) == pytest.approx([1.0, 1.0, 1.0], abs=1e-5)
+    assert vecs @ query == pytest.approx(0.75 * (a @ qa) + 0.25 * (b @ qb), abs=1e-5)
+    assert not vecs[3].any()  # an empty text matches nothing
+    with pytest.raises(ValueError):
+        CombinedEmbedder(first, second, 1.0, name="pair")
 
 
 def test_constructing_a_backend_imports_nothing() -> None:

