@@ -97,6 +97,11 @@ class Adapter(ABC):
         """Called once after connecting: wait until the server is ready to store and search."""
         await client.list_tools()
 
+    async def settle(self, client: Client) -> None:
+        """Wait until everything stored so far is searchable in full (memhub: the background
+        backfill has embedded it). Called after seeding and after the timed stores."""
+        return None
+
     @abstractmethod
     async def store(self, client: Client, text: str, tag: str) -> None: ...
 
@@ -125,7 +130,8 @@ class Memhub(Adapter):
     name = "memhub"
     notes = (
         "memory(action=store, domain=user); memory(action=search, limit=k, threshold=0.0): hybrid "
-        "BM25 (stemmed English, Japanese bigrams) + multilingual-e5-small vectors, 1 thread",
+        "BM25 (stemmed English, Japanese bigrams) + e5+use vectors (the default embedder), 1 thread; "
+        "stores return before the vector is made, searches are timed after the backfill caught up",
     )
 
     def version(self) -> str:
@@ -135,7 +141,7 @@ class Memhub(Adapter):
         args = ["--db", str(workdir / "memhub.db"), "--user", "bench", "--project", "bench"]
         return StdioServerParameters(
             command=MEMHUB,
-            args=[*args, "serve", "--transport", "stdio", "--embedder", "e5"],
+            args=[*args, "serve", "--transport", "stdio"],
             env={**base_env(workdir), "MEMHUB_HOME": str(workdir / "memhub")},
         )
 
@@ -150,6 +156,18 @@ class Memhub(Adapter):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"memhub embedder not ready: {details}")
+            await anyio.sleep(0.2)
+
+    async def settle(self, client: Client) -> None:
+        deadline = time.monotonic() + 3600
+        while True:  # bounded poll: vectors of stored memories are made in the background
+            health = checked(
+                await client.call_tool("admin", {"action": "health_check"}), "admin.health_check"
+            )
+            if not (health.structured_content or {}).get("details", {}).get("vectors_pending"):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError("memhub backfill did not catch up within an hour")
             await anyio.sleep(0.2)
 
     async def store(self, client: Client, text: str, tag: str) -> None:

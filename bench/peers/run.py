@@ -12,9 +12,10 @@ Run `bench/peers/install.sh` first (or `make bench-peers`, which does both). For
 2. Store distinct memories from `bench/corpus.py` one `store` call at a time until it holds each
    size (1,000, then 10,000: the same database grows). A system that needs more than
    `--seed-budget-s` seconds of storing in all is capped where it stands, and measured there.
-3. At each size: 10 warm-up calls of each kind, then `--calls` timed `store` round trips (new
-   memories) and `--calls` timed `search` round trips (k=5, a fixed mix of Japanese and English
-   keyword and phrase queries); p50/p95/mean in ms and the ratio to memhub's.
+3. At each size: the system settles (memhub: its background backfill embeds what was stored;
+   `settle_s`), 10 warm-up calls of each kind, then `--calls` timed `store` round trips (new
+   memories), settling again, and `--calls` timed `search` round trips (k=5, a fixed mix of
+   Japanese and English keyword and phrase queries); p50/p95/mean in ms and the ratio to memhub's.
 4. Retrieval quality, in a fresh server: LoCoMo conversation 0 (`../shared/data/locomo10.json`),
    one memory per dialog turn, `"[{session date}] {speaker}: {text}"`; every category 1-4
    question is searched (k=5) and scores a hit when a gold evidence turn is among the results
@@ -165,6 +166,9 @@ class LatencyRun:
             print(
                 f"  {size:,}: {stored:,} stored in {spent:.1f} s{' (capped)' if capped else ''}", flush=True
             )
+            settling = time.perf_counter()
+            await self.adapter.settle(client)
+            entry["settle_s"] = round(time.perf_counter() - settling, 1)
             entry.update(await self.measure(client, source, stored))
             stored += WARMUP + self.calls  # the timed stores added memories too
             store, search = entry["store"]["p50_ms"], entry["search"]["p50_ms"]
@@ -181,6 +185,7 @@ class LatencyRun:
         for i in range(self.calls):
             text = next(source)
             store_ms.append(await timed(lambda: self.adapter.store(client, text, f"t{stored}-{i}")))  # noqa: B023
+        await self.adapter.settle(client)
         search_ms: list[float] = []
         empty = 0
         for i in range(self.calls):
@@ -251,6 +256,7 @@ async def locomo_quality(adapter: Adapter, data: Locomo, logs: Path) -> dict[str
             began = time.perf_counter()
             for dia_id, text in data.turns:
                 await adapter.store(client, text, dia_id)
+            await adapter.settle(client)
             store_s = time.perf_counter() - began
             hits = 0
             by_category: dict[int, list[int]] = {}

@@ -60,20 +60,26 @@ def embed(model: str) -> None:
             started = time.perf_counter()
             rows = [fn(texts[i : i + 32]) for i in range(0, len(texts), 32)]
             np.save(path, np.vstack(rows))
-            print(f"{model} {dataset} {kind}: {len(texts)} in {time.perf_counter() - started:.0f}s", flush=True)
+            print(
+                f"{model} {dataset} {kind}: {len(texts)} in {time.perf_counter() - started:.0f}s", flush=True
+            )
 
 
 class Bm25:
     def __init__(self, texts: Sequence[str]) -> None:
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE f USING fts5(text, tokenize='porter unicode61')")
-        self.db.executemany("INSERT INTO f(rowid, text) VALUES (?, ?)", [(i, index_text(t)) for i, t in enumerate(texts)])
+        self.db.executemany(
+            "INSERT INTO f(rowid, text) VALUES (?, ?)", [(i, index_text(t)) for i, t in enumerate(texts)]
+        )
 
     def scores(self, query: str, k: int = 200) -> dict[int, float]:
         match = fts_query(query)
         if match is None:
             return {}
-        rows = self.db.execute("SELECT rowid, -bm25(f) FROM f WHERE f MATCH ? ORDER BY bm25(f) LIMIT ?", (match, k))
+        rows = self.db.execute(
+            "SELECT rowid, -bm25(f) FROM f WHERE f MATCH ? ORDER BY bm25(f) LIMIT ?", (match, k)
+        )
         return {int(r): float(s) for r, s in rows}
 
 
@@ -112,15 +118,33 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
                 feats[m + "+nb"] = minmax(cm + 0.3 * nb)
                 feats[m + "+prev"] = minmax(cm + 0.3 * np.r_[cm[0], cm[:-1]])
             for name, cm, floor in [(m, cos[m], FLOORS[m]) for m in models] + (
-                [("cat", 0.75 * cos[models[0]] + 0.25 * cos[models[1]], 0.75 * FLOORS[models[0]] + 0.25 * FLOORS[models[1]])]
-                if len(models) == 2 else []
+                [
+                    (
+                        "cat",
+                        0.75 * cos[models[0]] + 0.25 * cos[models[1]],
+                        0.75 * FLOORS[models[0]] + 0.25 * FLOORS[models[1]],
+                    )
+                ]
+                if len(models) == 2
+                else []
             ):
                 top = np.sort(cm)[-200:]
                 lo = min(floor, float(top[0]))
                 prod = np.clip((cm - lo) / (float(top[-1]) - lo), 0, 1)
                 prod[cm < top[0]] = 0.0  # not a vector candidate
+                matched = text > 0
+                tmm = np.zeros(n)
+                if matched.any():
+                    lo_t, hi_t = float(text[matched].min()), float(text[matched].max())
+                    tmm[matched] = (text[matched] - lo_t) / (hi_t - lo_t) if hi_t > lo_t else 1.0
                 for a in (0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
                     rankings[f"PROD-{name}@{a}"] = a * prod + (1 - a) * tn
+                    rankings[f"PRODMM-{name}@{a}"] = a * prod + (1 - a) * tmm
+                    tma = tmm
+                    if matched.any() and hi_t > min(lo_t, 0.5 * hi_t):
+                        lo_a = min(lo_t, 0.5 * hi_t)
+                        tma = np.where(matched, (text - lo_a) / (hi_t - lo_a), 0.0)
+                    rankings[f"PRODMA-{name}@{a}"] = a * prod + (1 - a) * tma
                     # adaptive: CJK queries lean on vectors (bigram BM25 is noisy, cannot cross languages)
                     b = 0.9 if any(is_cjk(ch) for ch in q.text) else a
                     rankings[f"ADAPT-{name}@{a}"] = b * prod + (1 - b) * tn
@@ -129,7 +153,9 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
                     feats[f"cat{w}"] = minmax(w * cos[models[0]] + (1 - w) * cos[models[1]])
                 for w in (0.3, 0.4, 0.5, 0.6, 0.7):
                     feats[f"ens{w}"] = minmax(w * feats[models[0]] + (1 - w) * feats[models[1]])
-                    feats[f"ens{w}+nb"] = minmax(w * feats[models[0] + "+nb"] + (1 - w) * feats[models[1] + "+nb"])
+                    feats[f"ens{w}+nb"] = minmax(
+                        w * feats[models[0] + "+nb"] + (1 - w) * feats[models[1] + "+nb"]
+                    )
             for name, f in feats.items():
                 rankings[name] = f
                 if name != "bm25":
@@ -148,7 +174,8 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
         if dataset == "ja":
             m = configs[name].means()
             extra = " ".join(f"{g}={m[g]['hit@5']:.3f}" for g in ("ja", "en", "cross") if g in m)
-        print(f"{name:28s} hit@5 {means['hit@5']:.3f} hit@1 {means['hit@1']:.3f} mrr {means['mrr']:.3f} r@5 {means['recall@5']:.3f} {extra}")
+        scores = " ".join(f"{k} {means[k]:.3f}" for k in ("hit@5", "hit@1", "mrr", "recall@5"))
+        print(f"{name:28s} {scores} {extra}")
 
 
 def main() -> int:

@@ -67,7 +67,7 @@ from memhub.core.settings import Settings
 from memhub.search.fusion import FusedHit, fuse, reciprocal_rank_fusion
 from memhub.services.assoc.ids import parse_mem, parse_proj
 from memhub.services.assoc.models import MemoryInput
-from memhub.services.assoc.ranking import calibrated, relevance, similarity
+from memhub.services.assoc.ranking import calibrated, relevance, similarity, text_range
 from memhub.services.assoc.search import ALPHA, CANDIDATES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -237,18 +237,24 @@ def _order(scores: Mapping[int, float]) -> Ranking:
     return sorted(scores, key=lambda item: (-scores[item], -item))[:CUTOFF]
 
 
-def _ranges(hits: Sequence[FusedHit]) -> tuple[float, tuple[float, float]]:
-    """The query's best BM25 and (lowest, best) cosine, as `memory(action="search")` takes them."""
-    best_text = max((h.text_score for h in hits if h.text_score is not None), default=0.0)
+def _ranges(hits: Sequence[FusedHit]) -> tuple[float, tuple[float, float], tuple[float, float]]:
+    """The query's best BM25, (lowest, best) BM25 and (lowest, best) cosine, as
+    `memory(action="search")` takes them."""
+    texts = [h.text_score for h in hits if h.text_score is not None]
+    best_text = max(texts, default=0.0)
     cosines = [h.vector_score for h in hits if h.vector_score is not None]
-    return best_text, ((min(cosines), max(cosines)) if cosines else (0.0, 1.0))
+    return (
+        best_text,
+        text_range(texts),
+        (min(cosines), max(cosines)) if cosines else (0.0, 1.0),
+    )
 
 
 def sweep_rankings(hits: Sequence[FusedHit], embedder_id: str | None) -> dict[str, Ranking]:
     """Every sweep configuration's top CUTOFF, from one search's raw text and vector scores."""
     text = [(h.item_id, h.text_score) for h in hits if h.text_score is not None]
     vector = [(h.item_id, h.vector_score) for h in hits if h.vector_score is not None]
-    best_text, cosine_range = _ranges(hits)
+    best_text, text_range, cosine_range = _ranges(hits)
     out: dict[str, Ranking] = {}
     for alpha in ALPHAS:
         fused = fuse(text, vector, alpha=alpha, k_final=CUTOFF)
@@ -267,7 +273,7 @@ def sweep_rankings(hits: Sequence[FusedHit], embedder_id: str | None) -> dict[st
         out[f"production@{alpha:g}"] = _order(
             {
                 h.item_id: relevance(
-                    embedder_id, h.vector_score, h.text_score, best_text, alpha, cosine_range
+                    embedder_id, h.vector_score, h.text_score, text_range, alpha, cosine_range
                 )
                 for h in hits
             }
@@ -279,10 +285,10 @@ def default_threshold_ranking(hits: Sequence[FusedHit], embedder_id: str | None)
     """What `memory(action="search")` returns when the caller passes no `threshold`: the
     production order (`ranking.relevance` at ALPHA, no usage) of the hits whose similarity
     reaches DEFAULT_THRESHOLD; often fewer than CUTOFF."""
-    best_text, cosine_range = _ranges(hits)
+    best_text, text_range, cosine_range = _ranges(hits)
     return _order(
         {
-            h.item_id: relevance(embedder_id, h.vector_score, h.text_score, best_text, ALPHA, cosine_range)
+            h.item_id: relevance(embedder_id, h.vector_score, h.text_score, text_range, ALPHA, cosine_range)
             for h in hits
             if similarity(embedder_id, h.vector_score, h.text_score, best_text) >= DEFAULT_THRESHOLD
         }
@@ -402,7 +408,8 @@ async def _run(
             while not runtime.backfill.running:
                 await anyio.sleep(0.05)
             while not await runtime.backfill.settle(60):
-                log(f"  embedding: {runtime.backfill.embedded} of {total} ({time.perf_counter() - started:.0f}s)")
+                elapsed = time.perf_counter() - started
+                log(f"  embedding: {runtime.backfill.embedded} of {total} ({elapsed:.0f}s)")
         seconds["embed"] = round(time.perf_counter() - started, 1)
         vectors = _check_vectors(container, [i for by_key in keys for i in by_key.values()])
 

@@ -113,7 +113,9 @@ async def ranked(
     )
     vectors_used = call.runtime.embedding is not None and call.runtime.embedding.ready
     embedder = call.runtime.embedding.id if vectors_used and call.runtime.embedding is not None else None
-    best_text = max((h.text_score for h in hits if h.text_score is not None), default=0.0)
+    texts = [h.text_score for h in hits if h.text_score is not None]
+    best_text = max(texts, default=0.0)
+    text_range = ranking.text_range(texts)
     cosines = [h.vector_score for h in hits if h.vector_score is not None]
     cosine_range = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
     by_id = {h.item_id: h for h in hits}
@@ -129,7 +131,7 @@ async def ranked(
             sim = ranking.similarity(embedder, hit.vector_score, hit.text_score, best_text)
             if scope.admits(row) and sim >= threshold:
                 rel = ranking.relevance(
-                    embedder, hit.vector_score, hit.text_score, best_text, ALPHA, cosine_range
+                    embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range
                 )
                 scored.append((ranking.score(rel, row.importance, row.access_count), sim, row))
         scored.sort(key=lambda t: (-t[0], -t[2].id))
