@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from memhub.services.assoc.ids import parse_proj
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, Tx
 
+HEALTH_CHECK_MAX_AGE_S = 300.0  # health_check re-reads the whole file at most this often
 REPORT_SECONDS = 1.0  # progress of a reindex is reported this often
 REINDEX_BATCH = 64
 BACKUP_PARTS = {
@@ -55,7 +57,7 @@ def _path(call: Call, given: str | None, *, default_name: str | None) -> Path:
 
 async def _health(call: Call) -> m.AdminOutput:
     store, embedding = call.runtime.store, call.runtime.embedding
-    ok = await call.runtime.in_thread(store.quick_check)
+    ok = await call.runtime.in_thread(partial(store.quick_check, HEALTH_CHECK_MAX_AGE_S))
     details: dict[str, Any] = {
         "database": "ok" if ok else "corrupt",
         "schema_version": store.schema_version(),

@@ -12,6 +12,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -58,6 +59,7 @@ class SqliteStore:
         self.clock: Clock = clock or SystemClock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._checked: tuple[float, bool] | None = None  # (monotonic time, result) of the last quick_check
         self._conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
@@ -192,9 +194,17 @@ class SqliteStore:
         wal = self.path.with_name(self.path.name + "-wal")
         return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
-    def quick_check(self) -> bool:
+    def quick_check(self, max_age_s: float = 0.0) -> bool:
+        """PRAGMA quick_check (reads the whole file: ~1 s per 500 MB, holding the connection).
+        A result younger than `max_age_s` is answered again instead, so a health endpoint polled
+        every second does not stall the store."""
+        now = time.monotonic()
+        if self._checked is not None and now - self._checked[0] < max_age_s:
+            return self._checked[1]
         with self._lock:
-            return bool(self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+            ok = bool(self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+        self._checked = (time.monotonic(), ok)
+        return ok
 
     def backup_to(self, target: Path) -> None:
         """A consistent copy of the live database (SQLite's online backup), safe while others write."""
@@ -207,6 +217,7 @@ class SqliteStore:
 
     def restore_from(self, source: Path) -> None:
         """Replace the live database's content with a verified backup (see `verify_backup`)."""
+        self._checked = None  # the file changes wholesale: check it afresh
         origin = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
         try:
             with self._lock:
