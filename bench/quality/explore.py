@@ -169,7 +169,7 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
     head = HEAD[dataset]
     rows = sorted(((t.means()[head], name) for name, t in configs.items()), key=lambda r: -r[0]["hit@5"])
     print(f"== {dataset} ({head}) models={','.join(models)}")
-    for means, name in rows[:200]:
+    for means, name in rows:
         extra = ""
         if dataset == "ja":
             m = configs[name].means()
