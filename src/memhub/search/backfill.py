@@ -30,7 +30,7 @@ from memhub.store.base import Store
 log = logging.getLogger(__name__)
 
 # Told of every batch of vectors stored: (item id, unit vector) pairs (e.g. to link neighbours).
-OnEmbedded = Callable[[list[tuple[int, np.ndarray]]], Awaitable[None]]
+OnEmbedded = Callable[[list[tuple[int, np.ndarray]]], Awaitable[object]]
 
 # What a model may raise on one bad input (the C engine via ctypes, numpy shape checks).
 _MODEL_ERRORS = (ValueError, RuntimeError, OSError)
