@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sqlite3
 import subprocess
@@ -126,3 +127,20 @@ async def check_bad_inputs(client: Any, db: Path, project_id: int, topic_id: int
             continue  # a client cannot serialise a lone surrogate; test_stdio sends it raw
         assert (await error(client, tool, arguments))["code"] == code, (tool, arguments)
     assert counts(db) == before
+
+
+def run_bench_script(tmp_path: Path, script: Path, *args: str) -> tuple[dict[str, Any], str]:
+    """Run a bench/ script with `--out` in `tmp_path`; its JSON report and its printed output."""
+    out = tmp_path / "report.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    done = subprocess.run(
+        [sys.executable, str(script), *args, "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return report, done.stdout + done.stderr

@@ -4,34 +4,18 @@ subprocess on a free port), and write a well-formed report. Latency is not asser
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, run_bench_script
 
 BENCH = REPO / "bench"
 
 
 def run_bench(tmp_path: Path, script: str, *args: str) -> tuple[dict[str, Any], str]:
-    out = tmp_path / "report.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
-    done = subprocess.run(
-        [sys.executable, str(BENCH / script), *args, "--out", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    return report, done.stdout + done.stderr
+    return run_bench_script(tmp_path, BENCH / script, *args)
 
 
 def check_ops(ops: dict[str, dict[str, float]], expected: set[str]) -> None:

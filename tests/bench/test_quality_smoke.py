@@ -4,33 +4,19 @@ through the real MCP client and writes a well-formed report. Quality is not asse
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import REPO
+from tests.helpers import REPO, run_bench_script
 
 RUN = REPO / "bench" / "quality" / "run.py"
 METRICS = ("hit@1", "hit@5", "hit@10", "recall@5", "recall@10", "mrr")
 
 
 def run_harness(tmp_path: Path, *args: str) -> dict[str, Any]:
-    out = tmp_path / "report.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
-    done = subprocess.run(
-        [sys.executable, str(RUN), *args, "--out", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "best by hit@5" in done.stdout and "best by mrr" in done.stdout
-    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    report, output = run_bench_script(tmp_path, RUN, *args)
+    assert "best by hit@5" in output and "best by mrr" in output
     return report
 
 
