@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, conflict, forbidden, invalid, not_found
@@ -22,6 +22,9 @@ from memhub.services.assoc.access import MEMORY
 from memhub.services.assoc.ids import parse_proj
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, Tx
+
+if TYPE_CHECKING:
+    from memhub.search.vectors import VectorIndex
 
 HEALTH_CHECK_MAX_AGE_S = 300.0  # health_check re-reads the whole file at most this often
 REPORT_SECONDS = 1.0  # progress of a reindex is reported this often
@@ -138,6 +141,11 @@ async def _restore(call: Call, args: m.AdminInput) -> m.AdminOutput:
     return m.AdminOutput(action="restore", status="ok", details={"path": str(path), "restored": True})
 
 
+def _indexed(index: VectorIndex) -> int:
+    index.refresh()
+    return len(index)
+
+
 async def _reindex(call: Call) -> m.AdminOutput:
     started = time.perf_counter()
     embedding = call.runtime.embedding
@@ -147,17 +155,19 @@ async def _reindex(call: Call) -> m.AdminOutput:
         return tx.reindex_text(), tx.drop_vectors(embedder) if embedder else 0
 
     backfill = call.runtime.backfill
-    before = backfill.embedded if backfill is not None else 0
+    index = call.runtime.search.vectors if call.runtime.search else None
     texts, dropped = await call.transact(rebuild)
     embedded = 0
     if backfill is not None and embedding is not None:
         backfill.reset()
         await call.report(0, texts, "embedding")
-        if backfill.running:  # the background backfill re-embeds (notified by the transaction)
+        if backfill.running and index is not None:  # the running backfill re-embeds (notified)
+            # Progress is read off the index, not the backfill's counter: a batch the backfill had
+            # in flight when the vectors were dropped would otherwise be counted twice.
             while not await backfill.settle(REPORT_SECONDS):
-                embedded = backfill.embedded - before
+                embedded = await call.runtime.in_thread(partial(_indexed, index))
                 await call.report(embedded, texts, f"embedded {embedded} of {texts}")
-            embedded = backfill.embedded - before
+            embedded = await call.runtime.in_thread(partial(_indexed, index))
         else:
             while batch := await backfill.run_once(REINDEX_BATCH):
                 embedded += batch
