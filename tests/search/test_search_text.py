@@ -132,3 +132,31 @@ async def test_operators_in_query_are_plain_words(
     assert [h.item_id for h in await engine.search(alice, "mapper OR")] == [hit]
     assert [h.item_id for h in await engine.search(alice, '"mapper')] == [hit]
     assert [h.item_id for h in await engine.search(alice, "mapp*")] == []  # no prefix operator
+
+
+def test_text_search_cost_is_bounded_by_dropping_common_terms_then_older_rows(
+    store: SqliteStore, add_item: AddItem, alice: Viewer
+) -> None:
+    common = [add_item(f"deploy note number {i}") for i in range(20)]
+    rare = [add_item(f"deploy rollback drill {i}") for i in range(3)]
+    terms = text.fts_terms("deploy rollback")
+    with store.transaction(write=False) as tx:
+        unbounded = [i for i, _ in tx.text_search(alice, terms, (), None, 50)]
+        assert set(unbounded) == {*common, *rare} and set(unbounded[:3]) == set(rare)
+        # 23 rows match; with a budget of 5 the frequent "deploy" is dropped: "rollback" ranks alone
+        assert sorted(i for i, _ in tx.text_search(alice, terms, (), None, 50, budget=5)) == rare
+        # one term matching more than the budget: only its newest matches are ranked
+        newest = sorted([*common, *rare])[-5:]
+        assert sorted(
+            i for i, _ in tx.text_search(alice, text.fts_terms("deploy"), (), None, 50, budget=5)
+        ) == (newest)
+
+
+def test_text_search_widens_past_rows_the_viewer_cannot_see(
+    store: SqliteStore, add_item: AddItem, alice: Viewer
+) -> None:
+    for i in range(300):  # the best matches (short rows, the term twice) are bob's
+        add_item("kanban kanban", owner="bob", scope="user", title=f"b{i}")
+    mine = [add_item(f"a long note that mentions kanban once among many other words {i}") for i in range(3)]
+    with store.transaction(write=False) as tx:
+        assert sorted(i for i, _ in tx.text_search(alice, text.fts_terms("kanban"), (), None, 3)) == mine

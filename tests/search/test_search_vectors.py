@@ -192,7 +192,7 @@ def test_visibility_filter_is_respected_and_the_pool_widens(
 
     hits = index.search(query, 1, counting)
     assert rounded(hits) == [(public, 0.7071)]
-    assert calls == [4, 12, 16]  # pool 4, widened x4 to 16, then all 32 rows: only new ids are offered
+    assert calls == [2, 6, 24]  # pool 2, widened x4 to 8, then all 32 rows: only new ids are offered
     assert [i for i, _ in index.search(query, 100, visible_to(store, alice))] == [public]
     bob_hits = [i for i, _ in index.search(query, 100, visible_to(store, bob))]
     assert sorted(bob_hits) == sorted([*hidden, private, public])

@@ -108,13 +108,13 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_query(query: str, *, mode: Literal["any", "all"] = "any", max_terms: int = 32) -> str | None:
-    """A safe FTS5 MATCH expression for `query`, or None when it has no searchable term.
+def fts_terms(query: str, *, drop_stopwords: bool = True, max_terms: int = 32) -> list[str]:
+    """The safe FTS5 terms of `query`, each quoted (a CJK run: its bigrams as one phrase).
 
-    `any` ORs the terms (ranked retrieval: BM25 rewards documents matching more of them);
-    `all` ANDs them. Stopwords are dropped in `any` mode unless nothing else is left.
+    Stopwords are dropped when asked unless nothing else is left. Empty when `query` has no
+    searchable term.
     """
-    terms = query_terms(query, drop_stopwords=(mode == "any")) or query_terms(query)
+    terms = query_terms(query, drop_stopwords=drop_stopwords) or query_terms(query)
     parts: list[str] = []
     for cjk, term in terms[:max_terms]:
         if cjk and len(term) == 1:
@@ -123,6 +123,16 @@ def fts_query(query: str, *, mode: Literal["any", "all"] = "any", max_terms: int
             parts.append(_quote(" ".join(bigrams(term))))
         else:
             parts.append(_quote(term))
+    return parts
+
+
+def fts_query(query: str, *, mode: Literal["any", "all"] = "any", max_terms: int = 32) -> str | None:
+    """A safe FTS5 MATCH expression for `query`, or None when it has no searchable term.
+
+    `any` ORs the terms (ranked retrieval: BM25 rewards documents matching more of them);
+    `all` ANDs them. Stopwords are dropped in `any` mode unless nothing else is left.
+    """
+    parts = fts_terms(query, drop_stopwords=(mode == "any"), max_terms=max_terms)
     if not parts:
         return None
     return (" OR " if mode == "any" else " AND ").join(parts)

@@ -20,7 +20,7 @@ import anyio
 
 from memhub.core.errors import invalid
 from memhub.core.models import Viewer
-from memhub.core.text import fts_query
+from memhub.core.text import fts_terms
 from memhub.search.backfill import VectorBackfill
 from memhub.search.embedders.base import EmbedderUnavailable, Matrix
 from memhub.search.embedding import EmbeddingService
@@ -116,13 +116,13 @@ class SearchEngine:
     async def _text_hits(
         self, viewer: Viewer, query: str, kinds: tuple[str, ...], project_id: int | None, limit: int
     ) -> list[tuple[int, float]]:
-        match = fts_query(query, mode="any")
-        if match is None:
+        terms = fts_terms(query)
+        if not terms:
             return []
 
         def run() -> list[tuple[int, float]]:
             with self.store.transaction(write=False) as tx:
-                return tx.text_search(viewer, match, kinds, project_id, limit)
+                return tx.text_search(viewer, terms, kinds, project_id, limit)
 
         return await anyio.to_thread.run_sync(run)
 

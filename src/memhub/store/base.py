@@ -217,7 +217,13 @@ class Tx(Protocol):
     def query_items(self, viewer: Viewer, query: ItemQuery) -> list[ItemRow]: ...
     def subtree(self, viewer: Viewer, root_id: int, kind: str, limit: int) -> list[ItemRow]: ...
     def text_search(
-        self, viewer: Viewer, match: str, kinds: Sequence[str], project_id: int | None, limit: int
+        self,
+        viewer: Viewer,
+        match: str | Sequence[str],
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
+        budget: int = ...,
     ) -> list[tuple[int, float]]: ...
 
     def visible_ids(

@@ -11,6 +11,7 @@ from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import index_text, normalize
 from memhub.store.base import GROUPABLE, UPDATABLE, EventRow, ItemQuery, ItemRow, LinkRow, NewItem
+from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
@@ -306,24 +307,31 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         return [item_from_row(r) for r in rows]
 
     def text_search(
-        self, viewer: Viewer, match: str, kinds: Sequence[str], project_id: int | None, limit: int
+        self,
+        viewer: Viewer,
+        match: str | Sequence[str],
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
+        budget: int = TEXT_BUDGET,
     ) -> list[tuple[int, float]]:
-        """(item id, BM25 relevance >= 0, higher is better) for a MATCH expression from core.text."""
-        cond, args = visible(viewer)
-        where = ["items_fts MATCH ?", cond]
-        args = [match, *args]
-        if kinds:
-            where.append(f"i.kind IN ({placeholders(kinds)})")
-            args.extend(kinds)
-        if project_id is not None:
-            where.append("i.project_id = ?")
-            args.append(project_id)
-        rows = self.conn.execute(
-            "SELECT i.id, -bm25(items_fts) AS score FROM items_fts JOIN items i ON i.id = items_fts.rowid"
-            f" WHERE {' AND '.join(where)} ORDER BY bm25(items_fts) LIMIT ?",
-            [*args, limit],
-        ).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+        """(item id, BM25 relevance >= 0, higher is better) for MATCH terms from core.text, OR-ed;
+        at most ~`budget` matching rows are ranked (store/sqlite/fts.py)."""
+        terms = [match] if isinstance(match, str) else list(match)
+        if not terms or limit <= 0:
+            return []
+        expr, min_rowid = bounded_match(self.conn, terms, budget)
+        fetch = max(4 * limit, 64)
+        while True:
+            rows = ranked(self.conn, expr, min_rowid, fetch)
+            passed: set[int] = set()
+            for start in range(0, len(rows), 500):
+                chunk = [item_id for item_id, _ in rows[start : start + 500]]
+                passed |= self.visible_ids(viewer, chunk, kinds, project_id)
+            hits = [(item_id, score) for item_id, score in rows if item_id in passed]
+            if len(hits) >= limit or len(rows) < fetch:
+                return hits[:limit]
+            fetch *= 4
 
     def visible_ids(
         self, viewer: Viewer, ids: Sequence[int], kinds: Sequence[str], project_id: int | None

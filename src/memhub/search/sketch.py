@@ -1,0 +1,60 @@
+"""Short sketches of unit vectors for a fast first pass over a large index.
+
+An exact scan reads every float of every row: 100k x 896 float32 is 358 MB a query, ~25 ms
+on this machine's memory bandwidth. A sketch keeps each row's coordinates along the top
+principal components of the index (after subtracting the rows' mean), `dims` floats instead
+of `dim`. Ranking by `sketch(row) . project(query)` approximates ranking by the cosine:
+
+    query . row = query . mean + query . (row - mean)
+                ~ query . mean + project(query) . sketch(row)
+
+and `query . mean` is the same for every row. The index scans the sketches, keeps the best
+few thousand rows, and scores those exactly: the results carry exact cosines, and an item
+is missed only when its sketch ranks it below thousands of others.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+Matrix = npt.NDArray[np.float32]
+
+FIT_SAMPLE = 8192  # rows the components are computed from
+
+
+class Projection:
+    """The mean of the rows and their top principal directions (`dims` of them)."""
+
+    def __init__(self, mean: Matrix, components: Matrix) -> None:
+        self.mean = np.ascontiguousarray(mean, dtype=np.float32)
+        self.components = np.ascontiguousarray(components, dtype=np.float32)  # (dim, dims)
+        self._offset = self.mean @ self.components
+
+    @property
+    def dims(self) -> int:
+        return int(self.components.shape[1])
+
+    @classmethod
+    def fit(cls, rows: Matrix, dims: int, *, seed: int = 0) -> Projection:
+        """Principal directions of (a sample of) `rows`; `dims` is capped by the rows' rank."""
+        if rows.ndim != 2 or len(rows) < 2:
+            raise ValueError("fitting a projection needs at least two rows")
+        rng = np.random.default_rng(seed)
+        sample = rows if len(rows) <= FIT_SAMPLE else rows[rng.choice(len(rows), FIT_SAMPLE, replace=False)]
+        sample = np.asarray(sample, dtype=np.float32)
+        mean = sample.mean(axis=0)
+        # the right singular vectors of the centred sample are the principal directions
+        _, _, vt = np.linalg.svd(sample - mean, full_matrices=False)
+        keep = max(1, min(dims, vt.shape[0]))
+        return cls(mean, vt[:keep].T)
+
+    def rows(self, matrix: Matrix) -> Matrix:
+        """Sketches of `matrix`'s rows: (matrix - mean) @ components, without a centred copy."""
+        out: Matrix = np.asarray(matrix @ self.components, dtype=np.float32)
+        out -= self._offset
+        return out
+
+    def query(self, vector: Matrix) -> Matrix:
+        out: Matrix = np.asarray(vector @ self.components, dtype=np.float32)
+        return out

@@ -1,0 +1,61 @@
+"""BM25 retrieval whose cost stays bounded as the store grows.
+
+FTS5 computes BM25 for every row matching a query before it can keep the best few, so a
+query term found in 25,000 of 100,000 memories costs ~100 ms, most of it spent ranking rows
+that a rarer term of the same query already outranks. `bounded_match` keeps the number of
+rows ranked near `budget`:
+
+1. the whole OR expression matches at most `budget` rows (a count reads only doclists,
+   ~1 ms): rank them all, exactly as before;
+2. otherwise drop the most frequent terms (BM25 gives them the least weight: their IDF is
+   lowest) until the rarer ones match at most `budget` rows, always keeping the rarest;
+3. if even that is too many (one very common term), rank only its `budget` newest matches.
+
+Ranking then runs in FTS5 alone and visibility is checked on the best rows afterwards
+(`text_search` widens until enough pass), instead of joining every matching row first.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+TEXT_BUDGET = 5_000  # rows ranked by BM25 per query at most (~6 ms)
+
+
+def _count(conn: sqlite3.Connection, expr: str) -> int:
+    return int(conn.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", [expr]).fetchone()[0])
+
+
+def bounded_match(conn: sqlite3.Connection, terms: Sequence[str], budget: int) -> tuple[str, int]:
+    """(MATCH expression OR-ing some of `terms`, lowest rowid to rank) scoring ~`budget` rows."""
+    expr = " OR ".join(terms)
+    if _count(conn, expr) <= budget:
+        return expr, 0
+    if len(terms) > 1:
+        counted = sorted((_count(conn, term), position, term) for position, term in enumerate(terms))
+        kept: list[tuple[int, str]] = []
+        total = 0
+        for count, position, term in counted:  # rarest first
+            if kept and total + count > budget:
+                break
+            kept.append((position, term))
+            total += count
+        expr = " OR ".join(term for _, term in sorted(kept))
+        if total <= budget:
+            return expr, 0
+    row = conn.execute(
+        "SELECT rowid FROM items_fts WHERE items_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        [expr, budget - 1],
+    ).fetchone()
+    return expr, int(row[0]) if row else 0
+
+
+def ranked(conn: sqlite3.Connection, expr: str, min_rowid: int, limit: int) -> list[tuple[int, float]]:
+    """(rowid, BM25 relevance >= 0, higher is better), best first, among rows from `min_rowid` on."""
+    rows = conn.execute(
+        "SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ? AND rowid >= ?"
+        " ORDER BY bm25(items_fts) LIMIT ?",
+        [expr, min_rowid, limit],
+    ).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]

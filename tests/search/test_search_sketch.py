@@ -1,0 +1,110 @@
+"""The sketch pass of a large VectorIndex: same answers as the exact scan, exact cosines,
+a full scan when the filter rejects the sketch's candidates, sketches kept through updates,
+deletes and refits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from memhub.search.sketch import Projection
+from memhub.search.vectors import VectorIndex
+from memhub.store.sqlite import SqliteStore
+
+DIM, RANK = 16, 5
+EMB = f"sketch-test/{DIM}"
+AddItem = Callable[..., int]
+Vectors = npt.NDArray[np.float32]
+
+
+def low_rank(rng: np.random.Generator, n: int) -> Vectors:
+    """Unit vectors spanning a RANK-dimensional subspace: a sketch of RANK dims ranks them exactly."""
+    basis = np.linalg.qr(np.random.default_rng(99).normal(size=(DIM, RANK)))[0]
+    rows = (rng.normal(size=(n, RANK)) @ basis.T).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows
+
+
+def put(store: SqliteStore, item_id: int, vec: Vectors) -> None:
+    with store.transaction(write=True) as tx:
+        tx.put_vector(item_id, EMB, np.asarray(vec, dtype="<f4").tobytes(), DIM)
+
+
+def sketched(store: SqliteStore, **extra: int) -> VectorIndex:
+    options = {"approx_min": 40, "sketch_dims": RANK, "rerank_min": 8, **extra}
+    return VectorIndex(store, EMB, DIM, rerank_share=0.05, **options)
+
+
+def exact(store: SqliteStore) -> VectorIndex:
+    return VectorIndex(store, EMB, DIM, approx_min=10**9)
+
+
+def test_projection_of_full_rank_reproduces_centred_dot_products() -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(50, 6)).astype(np.float32)
+    projection = Projection.fit(rows, dims=6)
+    query = rng.normal(size=6).astype(np.float32)
+    centred = (rows - rows.mean(axis=0)) @ query
+    assert projection.rows(rows) @ projection.query(query) == pytest.approx(centred, abs=1e-4)
+    assert Projection.fit(rows, dims=99).dims == 6  # capped by the data
+    with pytest.raises(ValueError):
+        Projection.fit(rows[:1], dims=2)
+
+
+def test_sketched_search_equals_the_exact_scan(store: SqliteStore, add_item: AddItem) -> None:
+    rng = np.random.default_rng(1)
+    items = [add_item(f"m{i}") for i in range(300)]
+    for item, vec in zip(items, low_rank(rng, len(items)), strict=True):
+        put(store, item, vec)
+    fast, slow = sketched(store), exact(store)
+    fast.refresh(), slow.refresh()
+    assert fast._projection is not None and slow._projection is None
+    for query in low_rank(rng, 20):
+        got, want = fast.search(query, 10), slow.search(query, 10)
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)  # exact cosines
+
+
+def test_a_filter_rejecting_the_sketch_candidates_falls_back_to_every_row(
+    store: SqliteStore, add_item: AddItem
+) -> None:
+    rng = np.random.default_rng(2)
+    items = [add_item(f"m{i}") for i in range(400)]
+    for item, vec in zip(items, low_rank(rng, len(items)), strict=True):
+        put(store, item, vec)
+    fast, slow = sketched(store), exact(store)
+    fast.refresh(), slow.refresh()
+    rare = set(items[::97])  # 5 admitted rows: the sketch keeps 20 candidates, rarely these
+
+    def admit(ids: list[int]) -> set[int]:
+        return rare & set(ids)
+
+    query = low_rank(rng, 1)[0]
+    assert fast.search(query, 5, admit) == slow.search(query, 5, admit)
+    assert {i for i, _ in fast.search(query, 5, admit)} == rare
+
+
+def test_sketches_follow_updates_deletes_and_refits(
+    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+) -> None:
+    rng = np.random.default_rng(4)
+    fast, slow = sketched(store, initial_capacity=8), exact(store)
+    items = [add_item(f"m{i}") for i in range(200)]
+    alive: list[int] = []
+    for round_ in range(5):  # 40 new rows a round, a few deleted: fitted, then refitted
+        for item, vec in zip(items[round_ * 40 : (round_ + 1) * 40], low_rank(rng, 40), strict=True):
+            put(store, item, vec)
+            alive.append(item)
+        for item in rng.choice(alive, 5, replace=False):  # updates
+            put(store, int(item), low_rank(rng, 1)[0])
+        for item in rng.choice(alive, 3, replace=False):  # deletes: the last row moves into the hole
+            delete_item(int(item))
+            alive.remove(int(item))
+        fast.refresh(), slow.refresh()
+        assert len(fast) == len(alive)
+        for query in low_rank(rng, 5):
+            assert [i for i, _ in fast.search(query, 8)] == [i for i, _ in slow.search(query, 8)]
+    assert fast._fitted_at > 100  # refitted as the index doubled
