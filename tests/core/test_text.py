@@ -83,3 +83,14 @@ def test_fts_query_finds_stemmed_and_cjk_terms() -> None:
         assert [r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,))] == expected, query
     assert fts_query("the of and") is not None  # all stopwords: kept rather than empty
     assert fts_query("!!! ???") is None
+
+
+def test_content_words_cut_japanese_at_script_changes() -> None:
+    from memhub.core.text import content_words, fts_terms
+
+    assert content_words("データベース移行の進め方") == ["データベース", "移行"]
+    assert content_words("の型安全性について教えて") == ["型安全性"]  # 教 alone is dropped
+    assert content_words("ありがとう") == ["ありがとう"]  # hiragana only: kept whole
+    assert content_words("設") == ["設"]
+    assert fts_terms("TypeScriptの型安全性", split_cjk=True) == ['"typescript"', '"型安 安全 全性"']
+    assert fts_terms("TypeScriptの型安全性") == ['"typescript"', '"の型 型安 安全 全性"']  # one phrase

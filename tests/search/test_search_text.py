@@ -160,3 +160,13 @@ def test_text_search_widens_past_rows_the_viewer_cannot_see(
     mine = [add_item(f"a long note that mentions kanban once among many other words {i}") for i in range(3)]
     with store.transaction(write=False) as tx:
         assert sorted(i for i, _ in tx.text_search(alice, text.fts_terms("kanban"), (), None, 3)) == mine
+
+
+@pytest.mark.anyio
+async def test_keyword_search_alone_finds_japanese_content_words(
+    store: SqliteStore, add_item: AddItem, alice: Viewer
+) -> None:
+    hit = add_item("本番データベースの移行は週末に行う")
+    add_item("週末の予定")
+    engine = SearchEngine(store, None, None)  # no vectors: the keyword side cuts the query
+    assert [h.item_id for h in await engine.search(alice, "データベース移行の進め方")] == [hit]

@@ -91,16 +91,52 @@ def index_text(*parts: str | None) -> str:
     return " ".join(out)
 
 
-def query_terms(query: str, *, drop_stopwords: bool = False) -> list[tuple[bool, str]]:
-    """The (is_cjk, term) pieces of a user query, de-duplicated, in order."""
+def _script(char: str) -> str:
+    code = ord(char)
+    if 0x3040 <= code <= 0x309F:
+        return "hiragana"
+    if 0x30A0 <= code <= 0x30FF or 0x31F0 <= code <= 0x31FF:
+        return "katakana"
+    if 0xAC00 <= code <= 0xD7AF:
+        return "hangul"
+    return "han"  # ideographs and 々 〆 〇
+
+
+def content_words(run: str) -> list[str]:
+    """The content words of a CJK run, for ranked retrieval without a dictionary.
+
+    Japanese writes content words in kanji or katakana and grammar (particles, endings) in
+    hiragana, so a run is cut where the script changes and its hiragana pieces are dropped:
+    `データベース移行の進め方` -> `データベース`, `移行`. Single characters go too when a longer
+    piece is left (`進`, `方` above). A run of hiragana only is kept whole.
+    """
+    pieces: list[str] = []
+    for char in run:
+        if pieces and _script(pieces[-1][-1]) == _script(char):
+            pieces[-1] += char
+        else:
+            pieces.append(char)
+    content = [p for p in pieces if _script(p[0]) != "hiragana"]
+    if not content:
+        return [run]
+    longer = [p for p in content if len(p) > 1]
+    return longer or content
+
+
+def query_terms(
+    query: str, *, drop_stopwords: bool = False, split_cjk: bool = False
+) -> list[tuple[bool, str]]:
+    """The (is_cjk, term) pieces of a user query, de-duplicated, in order: English stopwords
+    dropped if asked, a CJK run one term (a phrase) or, with `split_cjk`, its content words."""
     seen: set[str] = set()
     terms: list[tuple[bool, str]] = []
     for cjk, run in _runs(normalize(query)):
         if not cjk and drop_stopwords and run in STOPWORDS:
             continue
-        if run not in seen:
-            seen.add(run)
-            terms.append((cjk, run))
+        for term in content_words(run) if cjk and split_cjk else [run]:
+            if term not in seen:
+                seen.add(term)
+                terms.append((cjk, term))
     return terms
 
 
@@ -108,13 +144,17 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_terms(query: str, *, drop_stopwords: bool = True, max_terms: int = 32) -> list[str]:
-    """The safe FTS5 terms of `query`, each quoted (a CJK run: its bigrams as one phrase).
+def fts_terms(
+    query: str, *, drop_stopwords: bool = True, split_cjk: bool = False, max_terms: int = 32
+) -> list[str]:
+    """The safe FTS5 terms of `query`, each quoted (CJK: bigrams as one phrase), for OR-ing.
 
-    Stopwords are dropped when asked unless nothing else is left. Empty when `query` has no
-    searchable term.
+    Stopwords are dropped when asked unless nothing else is left. `split_cjk` cuts CJK runs
+    into content words (recall: BM25 on its own finds Japanese paraphrases); without it a
+    whole run must appear (precision: what hybrid search wants from its keyword side, see
+    SearchEngine). Empty when `query` has no searchable term.
     """
-    terms = query_terms(query, drop_stopwords=drop_stopwords) or query_terms(query)
+    terms = query_terms(query, drop_stopwords=drop_stopwords, split_cjk=split_cjk) or query_terms(query)
     parts: list[str] = []
     for cjk, term in terms[:max_terms]:
         if cjk and len(term) == 1:
