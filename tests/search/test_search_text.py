@@ -144,12 +144,25 @@ def test_text_search_cost_is_bounded_by_dropping_common_terms_then_older_rows(
         unbounded = [i for i, _ in tx.text_search(alice, terms, (), None, 50)]
         assert set(unbounded) == {*common, *rare} and set(unbounded[:3]) == set(rare)
         # 23 rows match; with a budget of 5 the frequent "deploy" is dropped: "rollback" ranks alone
-        assert sorted(i for i, _ in tx.text_search(alice, terms, (), None, 50, budget=5)) == rare
-        # one term matching more than the budget: only its newest matches are ranked
+        assert sorted(i for i, _ in tx.text_search(alice, terms, (), None, 3, budget=5)) == rare
+        # asked for more than the rare term finds: the newest 5 matches of every term join them
         newest = sorted([*common, *rare])[-5:]
+        assert sorted(i for i, _ in tx.text_search(alice, terms, (), None, 50, budget=5)) == newest
+        # one term matching more than the budget: only its newest matches are ranked
         assert sorted(
             i for i, _ in tx.text_search(alice, text.fts_terms("deploy"), (), None, 50, budget=5)
         ) == (newest)
+
+
+def test_when_the_rare_terms_are_invisible_the_common_ones_still_answer(
+    store: SqliteStore, add_item: AddItem, alice: Viewer
+) -> None:
+    common = [add_item(f"deploy note number {i}") for i in range(20)]
+    for i in range(3):
+        add_item(f"deploy rollback drill {i}", owner="bob", scope="user")  # alice cannot see these
+    with store.transaction(write=False) as tx:
+        hits = tx.text_search(alice, text.fts_terms("deploy rollback"), (), None, 3, budget=5)
+    assert {i for i, _ in hits} == set(common[-2:])  # of the 5 newest matches, 2 are hers
 
 
 def test_text_search_widens_past_rows_the_viewer_cannot_see(

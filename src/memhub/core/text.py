@@ -112,11 +112,13 @@ def content_words(run: str) -> list[str]:
     """
     pieces: list[str] = []
     for char in run:
-        if pieces and _script(pieces[-1][-1]) == _script(char):
-            pieces[-1] += char
+        if char == "・":  # a separator between katakana words
+            pieces.append("")
+        elif pieces and pieces[-1] and (char == "ー" or _script(pieces[-1][-1]) == _script(char)):
+            pieces[-1] += char  # ー lengthens whatever precedes it
         else:
             pieces.append(char)
-    content = [p for p in pieces if _script(p[0]) != "hiragana"]
+    content = [p for p in pieces if p.strip("ー") and _script(p[0]) != "hiragana"]
     if not content:
         return [run]
     longer = [p for p in content if len(p) > 1]

@@ -106,6 +106,7 @@ class SearchEngine:
 
         wants_vectors = k_vec > 0 and not (linear and alpha == 0.0)
         # `is not None`, not truthiness: an empty VectorIndex is falsy
+        # (not `len(vectors) > 0`: an index another process filled is only read by the search)
         with_vectors = wants_vectors and embedding is not None and vectors is not None and embedding.ready
         async with anyio.create_task_group() as group:
             if k_txt > 0 and not (linear and alpha == 1.0):

@@ -114,6 +114,7 @@ class VectorIndex:
             if changes:
                 with self._lock:
                     self._apply(changes)
+                self._maybe_fit()  # outside the search lock: searches go on meanwhile
             self.seq = max(self.seq, high)
             self.last_refresh_ms = (time.perf_counter() - started) * 1000
             if len(changes) > 1000:
@@ -160,24 +161,36 @@ class VectorIndex:
             positions.append(position)
         if self._projection is not None:
             self._sketch[positions] = self._projection.rows(rows)
-        self._maybe_fit()
 
     def _maybe_fit(self) -> None:
-        """Fit the sketch projection once the index is large, and again each time it doubles."""
-        if self._count < self.approx_min or (self._projection and self._count < 2 * self._fitted_at):
+        """Fit the sketch projection once the index is large, again each time it doubles, and
+        drop it when the index shrinks well below `approx_min` (a reindex empties it).
+
+        Called with `_refresh_lock` held: only refreshes change the arrays, so they can be
+        read here without `_lock` while searches read them too; the swap takes `_lock`.
+        """
+        count = self._count
+        if count < self.approx_min // 2 and self._projection is not None:
+            with self._lock:
+                self._projection, self._fitted_at = None, 0
+                self._sketch = np.zeros((0, self.sketch_dims), dtype=np.float32)
+            return
+        if count < self.approx_min or (self._projection is not None and count < 2 * self._fitted_at):
             return
         started = time.perf_counter()
-        projection = Projection.fit(self._matrix[: self._count], self.sketch_dims)
-        sketch = np.zeros((len(self._ids), projection.dims), dtype=np.float32)
-        for start in range(0, self._count, 16_384):
-            end = min(self._count, start + 16_384)
-            sketch[start:end] = projection.rows(self._matrix[start:end])
-        self._projection, self._sketch, self._fitted_at = projection, sketch, self._count
+        matrix = self._matrix  # _reserve replaces the array, never resizes it in place
+        projection = Projection.fit(matrix[:count], self.sketch_dims)
+        sketch = np.zeros((len(matrix), projection.dims), dtype=np.float32)
+        for start in range(0, count, 16_384):
+            end = min(count, start + 16_384)
+            sketch[start:end] = projection.rows(matrix[start:end])
+        with self._lock:
+            self._projection, self._sketch, self._fitted_at = projection, sketch, count
         log.info(
             "vector index %s: sketch of %d dims fitted over %d rows in %.0f ms",
             self.embedder_id,
             projection.dims,
-            self._count,
+            count,
             (time.perf_counter() - started) * 1000,
         )
 

@@ -34,7 +34,7 @@ class CombinedEmbedder:
         self.weight = weight
         self._scales = (math.sqrt(weight), math.sqrt(1.0 - weight))
         self._name = name
-        self._helper: ThreadPoolExecutor | None = None
+        self._helper = ThreadPoolExecutor(1, thread_name_prefix="memhub-embed-pair")  # threads start lazily
 
     @property
     def id(self) -> str:
@@ -58,8 +58,6 @@ class CombinedEmbedder:
         return self._join(self.first.embed_passages(texts), self.second.embed_passages(texts))
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        if self._helper is None:
-            self._helper = ThreadPoolExecutor(1, thread_name_prefix="memhub-embed-pair")
         second = self._helper.submit(self.second.embed_queries, texts)
         try:
             first = self.first.embed_queries(texts)

@@ -24,6 +24,7 @@ from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, Tx
 
 if TYPE_CHECKING:
+    from memhub.search.backfill import VectorBackfill
     from memhub.search.vectors import VectorIndex
 
 HEALTH_CHECK_MAX_AGE_S = 300.0  # health_check re-reads the whole file at most this often
@@ -141,7 +142,12 @@ async def _restore(call: Call, args: m.AdminInput) -> m.AdminOutput:
     return m.AdminOutput(action="restore", status="ok", details={"path": str(path), "restored": True})
 
 
-def _indexed(index: VectorIndex) -> int:
+def _indexed(index: VectorIndex | None, backfill: VectorBackfill, before: int) -> int:
+    """Vectors made since the reindex began: the index's size when there is one (a batch the
+    backfill had in flight when the vectors were dropped would be counted twice by the
+    backfill's counter; vectors written meanwhile by other writers do count here)."""
+    if index is None:
+        return backfill.embedded - before
     index.refresh()
     return len(index)
 
@@ -155,19 +161,18 @@ async def _reindex(call: Call) -> m.AdminOutput:
         return tx.reindex_text(), tx.drop_vectors(embedder) if embedder else 0
 
     backfill = call.runtime.backfill
-    index = call.runtime.search.vectors if call.runtime.search else None
     texts, dropped = await call.transact(rebuild)
     embedded = 0
     if backfill is not None and embedding is not None:
+        before = backfill.embedded
         backfill.reset()
         await call.report(0, texts, "embedding")
-        if backfill.running and index is not None:  # the running backfill re-embeds (notified)
-            # Progress is read off the index, not the backfill's counter: a batch the backfill had
-            # in flight when the vectors were dropped would otherwise be counted twice.
+        if backfill.running:  # the running backfill re-embeds (the transaction notified it)
+            count = partial(_indexed, backfill.vectors, backfill, before)
             while not await backfill.settle(REPORT_SECONDS):
-                embedded = await call.runtime.in_thread(partial(_indexed, index))
+                embedded = await call.runtime.in_thread(count)
                 await call.report(embedded, texts, f"embedded {embedded} of {texts}")
-            embedded = await call.runtime.in_thread(partial(_indexed, index))
+            embedded = await call.runtime.in_thread(count)
         else:
             while batch := await backfill.run_once(REINDEX_BATCH):
                 embedded += batch

@@ -13,6 +13,9 @@ rows ranked near `budget`:
 
 Ranking then runs in FTS5 alone and visibility is checked on the best rows afterwards
 (`text_search` widens until enough pass), instead of joining every matching row first.
+Counts and cutoffs are over the whole store, so the rarer terms' matches may be too few for
+the viewer (or the project, or the kinds asked for): `text_search` then ranks the newest
+`budget` matches of every term too and merges both lists.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ def _count(conn: sqlite3.Connection, expr: str) -> int:
 
 def bounded_match(conn: sqlite3.Connection, terms: Sequence[str], budget: int) -> tuple[str, int]:
     """(MATCH expression OR-ing some of `terms`, lowest rowid to rank) scoring ~`budget` rows."""
+    if budget < 1:
+        raise ValueError("budget must be at least 1")
     expr = " OR ".join(terms)
     if _count(conn, expr) <= budget:
         return expr, 0
@@ -44,11 +49,16 @@ def bounded_match(conn: sqlite3.Connection, terms: Sequence[str], budget: int) -
         expr = " OR ".join(term for _, term in sorted(kept))
         if total <= budget:
             return expr, 0
+    return expr, newest_cutoff(conn, expr, budget)
+
+
+def newest_cutoff(conn: sqlite3.Connection, expr: str, budget: int) -> int:
+    """The lowest rowid among the `budget` newest rows matching `expr` (0: fewer match)."""
     row = conn.execute(
         "SELECT rowid FROM items_fts WHERE items_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
         [expr, budget - 1],
     ).fetchone()
-    return expr, int(row[0]) if row else 0
+    return int(row[0]) if row else 0
 
 
 def ranked(conn: sqlite3.Connection, expr: str, min_rowid: int, limit: int) -> list[tuple[int, float]]:

@@ -11,7 +11,7 @@ from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import index_text, normalize
 from memhub.store.base import GROUPABLE, UPDATABLE, EventRow, ItemQuery, ItemRow, LinkRow, NewItem
-from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, ranked
+from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, newest_cutoff, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
@@ -321,6 +321,28 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         if not terms or limit <= 0:
             return []
         expr, min_rowid = bounded_match(self.conn, terms, budget)
+        hits = self._ranked_visible(viewer, expr, min_rowid, kinds, project_id, limit)
+        full = " OR ".join(terms)
+        if len(hits) < limit and expr != full:  # the rare terms found too few for this viewer
+            more = self._ranked_visible(
+                viewer, full, newest_cutoff(self.conn, full, budget), kinds, project_id, limit
+            )
+            best = dict(hits)
+            for item_id, score in more:
+                best[item_id] = max(score, best.get(item_id, score))
+            hits = sorted(best.items(), key=lambda hit: (-hit[1], hit[0]))
+        return hits[:limit]
+
+    def _ranked_visible(
+        self,
+        viewer: Viewer,
+        expr: str,
+        min_rowid: int,
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """Up to `limit` best BM25 rows for `expr` from `min_rowid` on that the viewer may read."""
         fetch = max(4 * limit, 64)
         while True:
             rows = ranked(self.conn, expr, min_rowid, fetch)
