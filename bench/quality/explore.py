@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import JA_SET, LOCOMO, REPO, Corpus, Tally, load_ja, load_locomo, score_ranking
 
-from memhub.core.text import fts_query, index_text, is_cjk
+from memhub.core.text import fts_query, fts_terms, index_text, is_cjk
 from memhub.search.embedders import make_embedder
 
 CACHE = REPO / "bench" / "results"
@@ -82,6 +82,15 @@ class Bm25:
         )
         return {int(r): float(s) for r, s in rows}
 
+    def coverage(self, query: str, n: int) -> np.ndarray:
+        """Per memory, the share of the query's terms it contains (0-1)."""
+        terms = fts_terms(query)
+        out = np.zeros(n)
+        for term in terms:
+            for (rowid,) in self.db.execute("SELECT rowid FROM f WHERE f MATCH ?", (term,)):
+                out[int(rowid)] += 1.0
+        return out / max(1, len(terms))
+
 
 Scorer = Callable[[dict[str, object]], np.ndarray]
 
@@ -107,6 +116,7 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
             for i, s in bm.scores(q.text).items():
                 text[i] = s
             tn = text / text.max() if text.max() > 0 else text
+            cover = bm.coverage(q.text, n)
             cos = {m: vec[m][0][p0 : p0 + n] @ vec[m][1][q0 + qi] for m in models}
             feats = {"bm25": tn}
             rankings: dict[str, np.ndarray] = {}
@@ -145,6 +155,9 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
                         lo_a = min(lo_t, 0.5 * hi_t)
                         tma = np.where(matched, (text - lo_a) / (hi_t - lo_a), 0.0)
                     rankings[f"PRODMA-{name}@{a}"] = a * prod + (1 - a) * tma
+                    # keyword evidence weighted by how much of the query a memory contains
+                    rankings[f"COVER-{name}@{a}"] = a * prod + (1 - a) * tma * cover
+                    rankings[f"COVER2-{name}@{a}"] = a * prod + (1 - a) * tma * cover**2
                     # adaptive: CJK queries lean on vectors (bigram BM25 is noisy, cannot cross languages)
                     b = 0.9 if any(is_cjk(ch) for ch in q.text) else a
                     rankings[f"ADAPT-{name}@{a}"] = b * prod + (1 - b) * tn

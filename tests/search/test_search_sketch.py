@@ -54,11 +54,17 @@ def test_projection_of_full_rank_reproduces_centred_dot_products() -> None:
         Projection.fit(rows[:1], dims=2)
 
 
+def filled(store: SqliteStore, add_item: AddItem, rng: np.random.Generator, n: int) -> list[int]:
+    """n items with low-rank vectors."""
+    items = [add_item(f"m{i}") for i in range(n)]
+    for item, vec in zip(items, low_rank(rng, n), strict=True):
+        put(store, item, vec)
+    return items
+
+
 def test_sketched_search_equals_the_exact_scan(store: SqliteStore, add_item: AddItem) -> None:
     rng = np.random.default_rng(1)
-    items = [add_item(f"m{i}") for i in range(300)]
-    for item, vec in zip(items, low_rank(rng, len(items)), strict=True):
-        put(store, item, vec)
+    filled(store, add_item, rng, 300)
     fast, slow = sketched(store), exact(store)
     fast.refresh(), slow.refresh()
     assert fast._projection is not None and slow._projection is None
@@ -72,9 +78,7 @@ def test_a_filter_rejecting_the_sketch_candidates_falls_back_to_every_row(
     store: SqliteStore, add_item: AddItem
 ) -> None:
     rng = np.random.default_rng(2)
-    items = [add_item(f"m{i}") for i in range(400)]
-    for item, vec in zip(items, low_rank(rng, len(items)), strict=True):
-        put(store, item, vec)
+    items = filled(store, add_item, rng, 400)
     fast, slow = sketched(store), exact(store)
     fast.refresh(), slow.refresh()
     rare = set(items[::97])  # 5 admitted rows: the sketch keeps 20 candidates, rarely these
