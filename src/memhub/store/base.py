@@ -91,6 +91,18 @@ class ItemRow:
     category: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ItemBrief:
+    """The columns a ranking reads, without the text: 200 of them cost ~0.8 ms, 200 ItemRows ~7."""
+
+    id: int
+    scope: str
+    project_id: int | None
+    session_id: str | None
+    importance: float
+    access_count: int
+
+
 @dataclass(slots=True)
 class NewItem:
     kind: str
@@ -215,6 +227,10 @@ class Tx(Protocol):
     def insert_item(self, item: NewItem) -> ItemRow: ...
     def get_item(self, viewer: Viewer, item_id: int, kinds: Sequence[str] = ()) -> ItemRow | None: ...
     def query_items(self, viewer: Viewer, query: ItemQuery) -> list[ItemRow]: ...
+    def query_briefs(self, viewer: Viewer, query: ItemQuery) -> list[ItemBrief]:
+        """`query_items` reading only ItemBrief's columns (order not guaranteed)."""
+        ...
+
     def subtree(self, viewer: Viewer, root_id: int, kind: str, limit: int) -> list[ItemRow]: ...
     def text_search(
         self,

@@ -23,7 +23,7 @@ from memhub.services.assoc import models as m
 from memhub.services.assoc.access import MEMORY
 from memhub.services.assoc.ids import parse_mem, parse_proj
 from memhub.services.runtime import Call
-from memhub.store.base import ItemQuery, ItemRow, Tx
+from memhub.store.base import ItemBrief, ItemQuery, ItemRow, Tx
 
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
 ALPHA = 0.5  # vector weight in the fusion: with e5+use the best balance of LoCoMo and the ja set
@@ -49,7 +49,7 @@ class Scoped:
             session_of_scope=self.session_id,
         )
 
-    def admits(self, row: ItemRow) -> bool:
+    def admits(self, row: ItemRow | ItemBrief) -> bool:
         if row.scope not in self.domains:
             return False
         if row.scope == Scope.PROJECT and self.projects is not None and row.project_id not in self.projects:
@@ -122,20 +122,25 @@ async def ranked(
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
         scope = scope_of(tx)
-        rows = tx.query_items(
-            access.viewer(tx, call.principal), replace(where, ids=list(by_id), limit=len(by_id) or 1)
-        )
+        viewer = access.viewer(tx, call.principal)
+        # score every candidate from its brief, then read the few that are returned in full
+        briefs = tx.query_briefs(viewer, replace(where, ids=list(by_id), limit=len(by_id) or 1))
         scored = []
-        for row in rows:
-            hit = by_id[row.id]
+        for brief in briefs:
+            hit = by_id[brief.id]
             sim = ranking.similarity(embedder, hit.vector_score, hit.text_score, best_text)
-            if scope.admits(row) and sim >= threshold:
+            if scope.admits(brief) and sim >= threshold:
                 rel = ranking.relevance(
                     embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range
                 )
-                scored.append((ranking.score(rel, row.importance, row.access_count), sim, row))
-        scored.sort(key=lambda t: (-t[0], -t[2].id))
-        memories = [access.to_memory(row, score=score, similarity=sim) for score, sim, row in scored[:limit]]
+                scored.append((ranking.score(rel, brief.importance, brief.access_count), sim, brief.id))
+        scored.sort(key=lambda t: (-t[0], -t[2]))
+        top = scored[:limit]
+        rows = {
+            row.id: row
+            for row in tx.query_items(viewer, replace(where, ids=[i for _, _, i in top], limit=len(top) or 1))
+        }
+        memories = [access.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
         return memories, len(scored)
 
     return await call.transact(work)

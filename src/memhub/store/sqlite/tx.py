@@ -10,7 +10,16 @@ from typing import Any
 from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import index_text, normalize
-from memhub.store.base import GROUPABLE, UPDATABLE, EventRow, ItemQuery, ItemRow, LinkRow, NewItem
+from memhub.store.base import (
+    GROUPABLE,
+    UPDATABLE,
+    EventRow,
+    ItemBrief,
+    ItemQuery,
+    ItemRow,
+    LinkRow,
+    NewItem,
+)
 from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, newest_cutoff, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
@@ -240,6 +249,14 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         sql = f"SELECT i.* FROM items i WHERE {where} ORDER BY {order} LIMIT ?"
         return [item_from_row(r) for r in self.conn.execute(sql, [*args, query.limit])]
 
+    def query_briefs(self, viewer: Viewer, query: ItemQuery) -> list[ItemBrief]:
+        where, args = self._where(viewer, query)
+        sql = (
+            "SELECT i.id, i.scope, i.project_id, i.session_id, i.importance, i.access_count"
+            f" FROM items i WHERE {where} LIMIT ?"
+        )
+        return [ItemBrief(*r) for r in self.conn.execute(sql, [*args, query.limit])]
+
     def count_items(self, viewer: Viewer, query: ItemQuery, cap: int | None = None) -> int:
         """How many items match (at most `cap`, which bounds the work)."""
         where, args = self._where(viewer, query)
@@ -343,7 +360,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         limit: int,
     ) -> list[tuple[int, float]]:
         """Up to `limit` best BM25 rows for `expr` from `min_rowid` on that the viewer may read."""
-        fetch = max(4 * limit, 64)
+        fetch = max(2 * limit, 64)  # most candidates are usually visible: widen when not
         while True:
             rows = ranked(self.conn, expr, min_rowid, fetch)
             passed: set[int] = set()
