@@ -35,11 +35,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## bench: latency through the real MCP client over stdio, and cold start (not part of CI; ~15 min)
+## bench: latency through the real MCP client over stdio at 1k/10k/100k, and cold start (not part of CI; ~25 min)
 bench: $(STAMP)
 	$(BIN)/python bench/cold_start.py --runs 10
-	$(BIN)/python bench/latency.py --sizes 1000,10000
-	$(BIN)/python bench/assoc_latency.py --sizes 10000,100000
+	$(BIN)/python bench/latency.py --sizes 1000,10000,100000
+	$(BIN)/python bench/assoc_latency.py --sizes 1000,10000,100000 --embedder e5+use
 
 ## bench-quality: retrieval quality on LoCoMo and the Japanese/English set, per embedder (~40 min)
 bench-quality: $(STAMP)

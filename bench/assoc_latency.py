@@ -1,6 +1,6 @@
 """Latency of the assoc toolset through the real MCP client, at 10k and 100k memories.
 
-    .venv/bin/python bench/assoc_latency.py --sizes 10000,100000 [--embedder e5]
+    .venv/bin/python bench/assoc_latency.py --sizes 1000,10000,100000 [--embedder e5+use]
         [--transport stdio|http] [--import-n 2000]
 
 Seeding: N memories in a mix of domains, written in-process through the store; their vectors
@@ -253,9 +253,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--embedder", default="e5")
+    parser.add_argument("--embedder", default="e5+use", help="the server default (auto) is e5+use")
     parser.add_argument("--transport", choices=TRANSPORTS, default="stdio")
     parser.add_argument(
         "--import-n", type=int, default=2000, help="memories in the bulk-import measurement (0: skip it)"

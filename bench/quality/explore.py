@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import JA_SET, LOCOMO, REPO, Corpus, Tally, load_ja, load_locomo, score_ranking
 
-from memhub.core.text import fts_query, fts_terms, index_text, is_cjk
+from memhub.core.text import fts_query, fts_terms, index_text, is_cjk, term_coverage
 from memhub.search.embedders import make_embedder
 
 CACHE = REPO / "bench" / "results"
@@ -43,10 +43,10 @@ def cache_path(model: str, dataset: str, kind: str) -> Path:
     return CACHE / f"explore-{model}-{dataset}-{kind}.npy"
 
 
-def embed(model: str) -> None:
+def embed(model: str, datasets: Sequence[str] = ("ja", "locomo")) -> None:
     embedder = make_embedder(model)
     embedder.load()
-    for dataset in ("ja", "locomo"):
+    for dataset in datasets:
         cs = corpora(dataset)
         passages = [text for c in cs for _, text in c.memories]
         queries = [q.text for c in cs for q in c.questions]
@@ -117,6 +117,11 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
                 text[i] = s
             tn = text / text.max() if text.max() > 0 else text
             cover = bm.coverage(q.text, n)
+            matched_rows = np.flatnonzero(text > 0)
+            cover_py = np.zeros(n)  # production's approximation (core.text.term_coverage)
+            share = term_coverage(q.text)
+            for i in matched_rows:
+                cover_py[i] = share(c.memories[i][1])
             cos = {m: vec[m][0][p0 : p0 + n] @ vec[m][1][q0 + qi] for m in models}
             feats = {"bm25": tn}
             rankings: dict[str, np.ndarray] = {}
@@ -158,6 +163,7 @@ def evaluate(dataset: str, models: Sequence[str]) -> None:
                     # keyword evidence weighted by how much of the query a memory contains
                     rankings[f"COVER-{name}@{a}"] = a * prod + (1 - a) * tma * cover
                     rankings[f"COVER2-{name}@{a}"] = a * prod + (1 - a) * tma * cover**2
+                    rankings[f"COVERPY-{name}@{a}"] = a * prod + (1 - a) * tma * cover_py
                     # adaptive: CJK queries lean on vectors (bigram BM25 is noisy, cannot cross languages)
                     b = 0.9 if any(is_cjk(ch) for ch in q.text) else a
                     rankings[f"ADAPT-{name}@{a}"] = b * prod + (1 - b) * tn
@@ -199,7 +205,7 @@ def main() -> int:
     parser.add_argument("--dataset", default="ja,locomo")
     args = parser.parse_args()
     if args.command == "embed":
-        embed(args.model)
+        embed(args.model, args.dataset.split(","))
     else:
         for dataset in args.dataset.split(","):
             models = [m for m in args.models.split(",") if cache_path(m, dataset, "p").exists()]

@@ -94,3 +94,16 @@ def test_content_words_cut_japanese_at_script_changes() -> None:
     assert content_words("設") == ["設"]
     assert fts_terms("TypeScriptの型安全性", split_cjk=True) == ['"typescript"', '"型安 安全 全性"']
     assert fts_terms("TypeScriptの型安全性") == ['"typescript"', '"の型 型安 安全 全性"']  # one phrase
+
+
+def test_term_coverage_is_the_share_of_query_terms_a_text_contains() -> None:
+    from memhub.core.text import term_coverage
+
+    share = term_coverage("how do we handle the cache layer")  # terms: handle, cache, layer
+    assert share("We cached the layer's results") == pytest.approx(2 / 3)  # stems: cach, layer
+    assert share("Handling caches in every layer") == 1.0
+    assert share("nothing in common") == 0.0
+    japanese = term_coverage("データベース移行の進め方")  # one CJK run: it must appear whole
+    assert japanese("データベース移行の進め方を決めた") == 1.0
+    assert japanese("データベース移行") == 0.0
+    assert term_coverage("!!!")("anything") == 1.0  # no terms: keywords are not penalised

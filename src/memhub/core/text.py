@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Literal
 
 _CJK_RANGES = (
@@ -140,6 +141,40 @@ def query_terms(
                 seen.add(term)
                 terms.append((cjk, term))
     return terms
+
+
+_SUFFIXES = ("ing", "ed", "es", "s", "ly", "er", "e")
+
+
+def _stem(word: str) -> str:
+    """A light suffix stripper (running -> run, deploys -> deploy): close enough to FTS5's
+    porter stemming to tell whether a memory contains a query word."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: -len(suffix)]
+            if stem[-1] == stem[-2] and stem[-1] not in "lsz":  # running -> runn -> run
+                stem = stem[:-1]
+            return stem
+    return word
+
+
+def term_coverage(query: str) -> Callable[[str], float]:
+    """A function of a text: the share (0-1) of `query`'s keyword terms it contains. English
+    words are compared after light stemming, stopwords ignored; a CJK run must appear whole.
+    1.0 for a query without terms."""
+    terms = [
+        (cjk, term if cjk else _stem(term))
+        for cjk, term in query_terms(query, drop_stopwords=True) or query_terms(query)
+    ]
+
+    def share(text: str) -> float:
+        if not terms:
+            return 1.0
+        normal = normalize(text)
+        stems = {_stem(run) for cjk, run in _runs(normal) if not cjk}
+        return sum(1 for cjk, term in terms if (term in normal if cjk else term in stems)) / len(terms)
+
+    return share
 
 
 def _quote(term: str) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.models import Scope, Viewer
+from memhub.core.text import term_coverage
 from memhub.services.assoc import access, ranking
 from memhub.services.assoc import models as m
 from memhub.services.assoc.access import MEMORY
@@ -125,13 +126,16 @@ async def ranked(
         viewer = access.viewer(tx, call.principal)
         # score every candidate from its brief, then read the few that are returned in full
         briefs = tx.query_briefs(viewer, replace(where, ids=list(by_id), limit=len(by_id) or 1))
+        texts = tx.norm_texts([b.id for b in briefs if by_id[b.id].text_score is not None])
+        covers = term_coverage(query)
         scored = []
         for brief in briefs:
             hit = by_id[brief.id]
             sim = ranking.similarity(embedder, hit.vector_score, hit.text_score, best_text)
             if scope.admits(brief) and sim >= threshold:
+                coverage = covers(texts[brief.id]) if brief.id in texts else 1.0
                 rel = ranking.relevance(
-                    embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range
+                    embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, coverage
                 )
                 scored.append((ranking.score(rel, brief.importance, brief.access_count), sim, brief.id))
         scored.sort(key=lambda t: (-t[0], -t[2]))

@@ -249,6 +249,14 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         sql = f"SELECT i.* FROM items i WHERE {where} ORDER BY {order} LIMIT ?"
         return [item_from_row(r) for r in self.conn.execute(sql, [*args, query.limit])]
 
+    def norm_texts(self, ids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            sql = f"SELECT id, norm_text FROM items WHERE id IN ({placeholders(chunk)})"
+            out.update((int(r[0]), str(r[1])) for r in self.conn.execute(sql, chunk))
+        return out
+
     def query_briefs(self, viewer: Viewer, query: ItemQuery) -> list[ItemBrief]:
         where, args = self._where(viewer, query)
         sql = (
