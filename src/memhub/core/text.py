@@ -143,6 +143,9 @@ def query_terms(
     return terms
 
 
+# Runs of letters and digits outside the CJK ranges: the words `_runs` yields (regex speed).
+_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
+_WORDS = re.compile(f"(?:(?![{_CJK_CLASS}])[^\\W_])+")
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "er", "e")
 
 
@@ -171,7 +174,7 @@ def term_coverage(query: str) -> Callable[[str], float]:
         if not terms:
             return 1.0
         normal = normalize(text)
-        stems = {_stem(run) for cjk, run in _runs(normal) if not cjk}
+        stems = {_stem(word) for word in _WORDS.findall(normal)}
         return sum(1 for cjk, term in terms if (term in normal if cjk else term in stems)) / len(terms)
 
     return share
