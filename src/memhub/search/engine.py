@@ -34,7 +34,6 @@ __all__ = ["SearchEngine", "VectorBackfill"]
 
 MAX_K = 1000  # per-side and final result caps
 MAX_QUERY_EMBED_CHARS = 2000  # a pasted document as a query: its head carries the meaning
-VISIBLE_IDS_CHUNK = 500  # ids per visibility query (SQLite bounds the number of parameters)
 
 
 class SearchEngine:
@@ -192,11 +191,7 @@ class SearchEngine:
         index.refresh()
 
         def allowed(ids: list[int]) -> set[int]:
-            visible: set[int] = set()
             with self.store.transaction(write=False) as tx:
-                for start in range(0, len(ids), VISIBLE_IDS_CHUNK):
-                    chunk = ids[start : start + VISIBLE_IDS_CHUNK]
-                    visible |= tx.visible_ids(viewer, chunk, kinds, project_id)
-            return visible
+                return tx.visible_ids(viewer, ids, kinds, project_id)
 
         return index.search(query_vec, limit, allowed)

@@ -69,7 +69,7 @@ class VectorIndex:
         self.rerank_min = rerank_min
         self._projection: Projection | None = None
         self._fitted_at = 0  # rows in the index when the projection was fitted
-        self._sketch = np.zeros((0, self.sketch_dims), dtype=np.float32)
+        self._sketch: npt.NDArray[np.float32] = np.zeros((0, self.sketch_dims), dtype=np.float32)
         self.feed = feed
         self.embedder_id = embedder_id
         self.dim = dim
@@ -100,8 +100,7 @@ class VectorIndex:
             self.seq = 0
             self._pos.clear()
             self._count = 0
-            self._projection, self._fitted_at = None, 0
-            self._sketch = np.zeros((0, self.sketch_dims), dtype=np.float32)
+            self._drop_sketch()
 
     def refresh(self) -> int:
         """Apply the change feed since the last refresh; returns how many changes were applied.
@@ -162,6 +161,11 @@ class VectorIndex:
         if self._projection is not None:
             self._sketch[positions] = self._projection.rows(rows)
 
+    def _drop_sketch(self) -> None:
+        """Searches scan exactly again (call with `_lock` held)."""
+        self._projection, self._fitted_at = None, 0
+        self._sketch = np.zeros((0, self.sketch_dims), dtype=np.float32)
+
     def _maybe_fit(self) -> None:
         """Fit the sketch projection once the index is large, again each time it doubles, and
         drop it when the index shrinks well below `approx_min` (a reindex empties it).
@@ -172,8 +176,7 @@ class VectorIndex:
         count = self._count
         if count < self.approx_min // 2 and self._projection is not None:
             with self._lock:
-                self._projection, self._fitted_at = None, 0
-                self._sketch = np.zeros((0, self.sketch_dims), dtype=np.float32)
+                self._drop_sketch()
             return
         if count < self.approx_min or (self._projection is not None and count < 2 * self._fitted_at):
             return

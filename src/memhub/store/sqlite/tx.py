@@ -26,6 +26,12 @@ from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
 
 FREQUENT_TAG_ROWS = 2_000
+ID_CHUNK = 500  # ids per `IN (...)` list: SQLite bounds the number of parameters
+
+
+def _chunks(ids: Sequence[int]) -> list[list[int]]:
+    return [list(ids[start : start + ID_CHUNK]) for start in range(0, len(ids), ID_CHUNK)]
+
 
 _ITEM_COLUMNS = (
     "kind, project_id, session_id, parent_id, owner, scope, boundary_class, status, title, body,"
@@ -251,8 +257,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
 
     def norm_texts(self, ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
+        for chunk in _chunks(ids):
             sql = f"SELECT id, norm_text FROM items WHERE id IN ({placeholders(chunk)})"
             out.update((int(r[0]), str(r[1])) for r in self.conn.execute(sql, chunk))
         return out
@@ -371,10 +376,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         fetch = max(2 * limit, 64)  # most candidates are usually visible: widen when not
         while True:
             rows = ranked(self.conn, expr, min_rowid, fetch)
-            passed: set[int] = set()
-            for start in range(0, len(rows), 500):
-                chunk = [item_id for item_id, _ in rows[start : start + 500]]
-                passed |= self.visible_ids(viewer, chunk, kinds, project_id)
+            passed = self.visible_ids(viewer, [item_id for item_id, _ in rows], kinds, project_id)
             hits = [(item_id, score) for item_id, score in rows if item_id in passed]
             if len(hits) >= limit or len(rows) < fetch:
                 return hits[:limit]
@@ -383,19 +385,20 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
     def visible_ids(
         self, viewer: Viewer, ids: Sequence[int], kinds: Sequence[str], project_id: int | None
     ) -> set[int]:
-        """The subset of `ids` the viewer may read (used to filter vector-search candidates)."""
-        if not ids:
-            return set()
+        """The subset of `ids` the viewer may read (vector and keyword candidates); any number."""
         cond, params = visible(viewer)
-        sql = f"SELECT i.id FROM items i WHERE i.id IN ({placeholders(ids)}) AND {cond}"
-        args: list[Any] = [*ids, *params]
+        where, args = cond, list(params)
         if kinds:
-            sql += f" AND i.kind IN ({placeholders(kinds)})"
+            where += f" AND i.kind IN ({placeholders(kinds)})"
             args.extend(kinds)
         if project_id is not None:
-            sql += " AND i.project_id = ?"
+            where += " AND i.project_id = ?"
             args.append(project_id)
-        return {r[0] for r in self.conn.execute(sql, args)}
+        found: set[int] = set()
+        for chunk in _chunks(ids):
+            sql = f"SELECT i.id FROM items i WHERE i.id IN ({placeholders(chunk)}) AND {where}"
+            found.update(r[0] for r in self.conn.execute(sql, [*chunk, *args]))
+        return found
 
     # -- vectors --------------------------------------------------------------------------
 
