@@ -27,8 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import JA_SET, LOCOMO, REPO, Corpus, Tally, load_ja, load_locomo, score_ranking
 
-from memhub.core.text import fts_query, fts_terms, index_text, is_cjk, term_coverage
+from memhub.core.text import index_text, is_cjk, search_terms, term_coverage
 from memhub.search.embedders import make_embedder
+from memhub.store.sqlite.fts import match_query, match_term
 
 CACHE = REPO / "bench" / "results"
 HEAD = {"locomo": "cats1-4", "ja": "all"}
@@ -74,7 +75,7 @@ class Bm25:
         )
 
     def scores(self, query: str, k: int = 200) -> dict[int, float]:
-        match = fts_query(query)
+        match = match_query(query)
         if match is None:
             return {}
         rows = self.db.execute(
@@ -84,7 +85,7 @@ class Bm25:
 
     def coverage(self, query: str, n: int) -> np.ndarray:
         """Per memory, the share of the query's terms it contains (0-1)."""
-        terms = fts_terms(query)
+        terms = [match_term(term) for term in search_terms(query)]
         out = np.zeros(n)
         for term in terms:
             for (rowid,) in self.db.execute("SELECT rowid FROM f WHERE f MATCH ?", (term,)):

@@ -21,6 +21,7 @@ async def test_every_call_is_audited(client: Client, container: Container) -> No
     await ok(client, "get-projects")
     await error(client, "get-topics", {"project_id": 999})
     await error(client, "add-topic", {"project_id": pid})
+    container.runtime.deferred.flush()  # reads and failures are audited by deferred writes
     events = list(container.runtime.store.iter_events())
     assert [(e.principal, e.tool, e.outcome) for e in events] == [
         ("alice", "add-project", "ok"),

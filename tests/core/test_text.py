@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
-from memhub.core.text import bigrams, fts_query, index_text, keyword_terms, normalize
+from memhub.core.text import bigrams, index_text, keyword_terms, normalize
 
 NASTY = [
     '"',
@@ -53,40 +51,12 @@ def test_keyword_terms() -> None:
     assert keyword_terms("   ") == []
 
 
-@pytest.mark.parametrize("query", NASTY)
-def test_fts_query_never_raises_in_sqlite(query: str) -> None:
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
-    conn.execute("INSERT INTO t(text) VALUES (?)", (index_text("設計 plan mode running"),))
-    for mode in ("any", "all"):
-        expr = fts_query(query, mode=mode)  # type: ignore[arg-type]
-        if expr is not None:
-            conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,)).fetchall()
-
-
-def test_fts_query_finds_stemmed_and_cjk_terms() -> None:
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
-    conn.execute(
-        "INSERT INTO t(rowid, text) VALUES (1, ?)", (index_text("設計議論フェーズではプランモード不要"),)
-    )
-    conn.execute("INSERT INTO t(rowid, text) VALUES (2, ?)", (index_text("The runners were running fast"),))
-    for query, expected in [
-        ("設計", [1]),
-        ("プランモード", [1]),
-        ("run", [2]),
-        ("the run", [2]),
-        ("設", [1]),
-    ]:
-        expr = fts_query(query)
-        assert expr is not None
-        assert [r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,))] == expected, query
-    assert fts_query("the of and") is not None  # all stopwords: kept rather than empty
-    assert fts_query("!!! ???") is None
-
-
 def test_content_words_cut_japanese_at_script_changes() -> None:
-    from memhub.core.text import content_words, fts_terms
+    from memhub.core.text import content_words, search_terms
+    from memhub.store.sqlite.fts import match_term
+
+    def fts_terms(query: str, split_cjk: bool = False) -> list[str]:
+        return [match_term(term) for term in search_terms(query, split_cjk=split_cjk)]
 
     assert content_words("データベース移行の進め方") == ["データベース", "移行"]
     assert content_words("の型安全性について教えて") == ["型安全性"]  # 教 alone is dropped

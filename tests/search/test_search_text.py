@@ -10,6 +10,7 @@ from memhub.core import text
 from memhub.core.models import Viewer
 from memhub.search import SearchEngine
 from memhub.store.sqlite import SqliteStore
+from memhub.store.sqlite.fts import match_query
 
 AddItem = Callable[..., int]
 
@@ -62,7 +63,7 @@ HOSTILE_QUERIES = [
 def test_japanese_two_char_word_is_found(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
     hit = add_item("API の設計方針を決めた")
     add_item("unrelated english text about lunch")
-    match = text.fts_query("設計")
+    match = text.search_terms("設計")
     assert match is not None
     with store.transaction(write=False) as tx:
         ids = [item_id for item_id, _ in tx.text_search(alice, match, (), None, 10)]
@@ -72,7 +73,7 @@ def test_japanese_two_char_word_is_found(store: SqliteStore, add_item: AddItem, 
 def test_katakana_word_is_found(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
     hit = add_item("今日はプランモードで作業する", title="作業メモ")
     add_item("プランを立てる")  # shares only a prefix bigram
-    match = text.fts_query("プランモード")
+    match = text.search_terms("プランモード")
     assert match is not None
     with store.transaction(write=False) as tx:
         ids = [item_id for item_id, _ in tx.text_search(alice, match, (), None, 10)]
@@ -83,7 +84,7 @@ def test_half_width_katakana_query_matches_full_width_text(
     store: SqliteStore, add_item: AddItem, alice: Viewer
 ) -> None:
     hit = add_item("プランモード")
-    match = text.fts_query("ﾌﾟﾗﾝﾓｰﾄﾞ")
+    match = text.search_terms("ﾌﾟﾗﾝﾓｰﾄﾞ")
     assert match is not None
     with store.transaction(write=False) as tx:
         assert [i for i, _ in tx.text_search(alice, match, (), None, 10)] == [hit]
@@ -95,8 +96,9 @@ def test_core_text_functions_accept_any_string(query: str) -> None:
     text.index_text(query)
     text.query_terms(query)
     text.keyword_terms(query)
+    text.search_terms(query)
     for mode in ("any", "all"):
-        text.fts_query(query, mode=mode)  # type: ignore[arg-type]
+        match_query(query, mode=mode)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
@@ -104,12 +106,10 @@ def test_hostile_queries_never_raise_in_fts(
     store: SqliteStore, add_item: AddItem, alice: Viewer, query: str
 ) -> None:
     add_item('design "plan" NEAR(x) OR AND * - : ^ ( ) 設計 プランモード 😀')
-    for mode in ("any", "all"):
-        match = text.fts_query(query, mode=mode)  # type: ignore[arg-type]
-        if match is None:
-            continue
+    for drop_stopwords in (True, False):
+        terms = text.search_terms(query, drop_stopwords=drop_stopwords)
         with store.transaction(write=False) as tx:
-            tx.text_search(alice, match, (), None, 10)
+            tx.text_search(alice, terms, (), None, 10)
 
 
 @pytest.mark.anyio
@@ -139,7 +139,7 @@ def test_text_search_cost_is_bounded_by_dropping_common_terms_then_older_rows(
 ) -> None:
     common = [add_item(f"deploy note number {i}") for i in range(20)]
     rare = [add_item(f"deploy rollback drill {i}") for i in range(3)]
-    terms = text.fts_terms("deploy rollback")
+    terms = text.search_terms("deploy rollback")
     with store.transaction(write=False) as tx:
         unbounded = [i for i, _ in tx.text_search(alice, terms, (), None, 50)]
         assert set(unbounded) == {*common, *rare} and set(unbounded[:3]) == set(rare)
@@ -150,7 +150,7 @@ def test_text_search_cost_is_bounded_by_dropping_common_terms_then_older_rows(
         assert sorted(i for i, _ in tx.text_search(alice, terms, (), None, 50, budget=5)) == newest
         # one term matching more than the budget: only its newest matches are ranked
         assert sorted(
-            i for i, _ in tx.text_search(alice, text.fts_terms("deploy"), (), None, 50, budget=5)
+            i for i, _ in tx.text_search(alice, text.search_terms("deploy"), (), None, 50, budget=5)
         ) == (newest)
 
 
@@ -161,7 +161,7 @@ def test_when_the_rare_terms_are_invisible_the_common_ones_still_answer(
     for i in range(3):
         add_item(f"deploy rollback drill {i}", owner="bob", scope="user")  # alice cannot see these
     with store.transaction(write=False) as tx:
-        hits = tx.text_search(alice, text.fts_terms("deploy rollback"), (), None, 3, budget=5)
+        hits = tx.text_search(alice, text.search_terms("deploy rollback"), (), None, 3, budget=5)
     assert {i for i, _ in hits} == set(common[-2:])  # of the 5 newest matches, 2 are hers
 
 
@@ -172,7 +172,7 @@ def test_text_search_widens_past_rows_the_viewer_cannot_see(
         add_item("kanban kanban", owner="bob", scope="user", title=f"b{i}")
     mine = [add_item(f"a long note that mentions kanban once among many other words {i}") for i in range(3)]
     with store.transaction(write=False) as tx:
-        assert sorted(i for i, _ in tx.text_search(alice, text.fts_terms("kanban"), (), None, 3)) == mine
+        assert sorted(i for i, _ in tx.text_search(alice, text.search_terms("kanban"), (), None, 3)) == mine
 
 
 @pytest.mark.anyio

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
+from typing import Any
 
 import anyio
-from mcp.server import MCPServer
+import numpy as np
+from mcp.server.lowlevel import Server
 
 from memhub.auth.identity import Identity, principal_for_key
 from memhub.core.models import GlobalRole, Principal
 from memhub.core.settings import Settings
 from memhub.http.metrics import Metrics
+from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
+from memhub.mcp.toolkit import Toolset
 from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, VectorIndex, make_embedder
-from memhub.services.assoc.memories import link_semantic
 from memhub.services.runtime import Runtime
-from memhub.store.sqlite import SqliteStore
+from memhub.store.base import FileSize
+from memhub.store.open import open_store
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +30,17 @@ log = logging.getLogger(__name__)
 class Container:
     settings: Settings
     runtime: Runtime
-    server: MCPServer
+    server: Server[Any]
     principal: Principal
     metrics: Metrics
+    toolsets: tuple[str, ...]  # the toolsets served
 
     def gauges(self) -> dict[str, float]:
         """State read at scrape time for /metrics."""
         runtime = self.runtime
-        values = {"store_bytes": float(runtime.store.file_size())}
+        values: dict[str, float] = {"deferred_writes": float(len(runtime.deferred))}
+        if isinstance(runtime.store, FileSize):
+            values["store_bytes"] = float(runtime.store.file_size())
         if runtime.embedding is not None:
             values["embedder_ready"] = float(runtime.embedding.ready)
             values["embedder_queue_depth"] = float(runtime.embedding.queue_depth)
@@ -46,7 +53,10 @@ class Container:
         return values
 
     async def run_background(self) -> None:
-        """Load the model and the vector index, then keep giving new items their vectors."""
+        """Load the model and the vector index, then keep giving new items their vectors.
+
+        Process-wide work (one model, one backfill per process), so it runs beside the
+        transports rather than in the MCP lifespan, which is entered once per connection."""
         runtime = self.runtime
         if runtime.embedding is None or runtime.search is None or runtime.backfill is None:
             return
@@ -58,11 +68,27 @@ class Container:
         return principal_for_key(self.runtime.store, key, self.settings.project)
 
     def close(self) -> None:
-        self.runtime.store.close()
+        self.runtime.close()
 
 
-def build_runtime(settings: Settings) -> Runtime:
-    store = SqliteStore(settings.db_path)
+def _embedded_hooks(runtime: Runtime, toolsets: Sequence[Toolset]) -> None:
+    """Every registered toolset's background hook, whichever toolsets this process serves:
+    items written through one toolset and embedded by a process serving another still get
+    their toolset's follow-up work (semantic links of memories, say)."""
+    hooks = [toolset.on_embedded for toolset in toolsets if toolset.on_embedded is not None]
+    if runtime.backfill is None or not hooks:
+        return
+
+    async def on_embedded(embedded: list[tuple[int, np.ndarray]]) -> object:
+        for hook in hooks:
+            await hook(runtime, embedded)
+        return None
+
+    runtime.backfill.on_embedded = on_embedded
+
+
+def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> Runtime:
+    store = open_store(settings.db_url)
     embedder = make_embedder(settings.embedder)
     embedding = vectors = backfill = None
     if embedder is not None:
@@ -74,14 +100,13 @@ def build_runtime(settings: Settings) -> Runtime:
         store=store, search=engine, embedding=embedding, backfill=backfill, home=settings.home,
         limiter=anyio.CapacityLimiter(4),
     )  # fmt: skip
-    if backfill is not None:
-        # whichever toolsets this process serves, memories it embeds get their semantic links
-        backfill.on_embedded = partial(link_semantic, runtime)
+    _embedded_hooks(runtime, available)
     return runtime
 
 
-def build_container(settings: Settings) -> Container:
-    runtime = build_runtime(settings)
+def build_container(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> Container:
+    served = tuple(toolset.name for toolset in registry.select(settings.toolsets, available))
+    runtime = build_runtime(settings, available)
     with runtime.store.transaction(write=True) as tx:
         row = tx.ensure_principal(settings.user)
     principal = Principal(
@@ -89,5 +114,5 @@ def build_container(settings: Settings) -> Container:
     )
     metrics = Metrics()
     identity = Identity(principal, require_key=settings.auth == "apikey")
-    server = build_mcp_server(runtime, settings.toolsets, identity, metrics.observe)
-    return Container(settings=settings, runtime=runtime, server=server, principal=principal, metrics=metrics)
+    server = build_mcp_server(runtime, served, identity, metrics.observe, available=available)
+    return Container(settings, runtime, server, principal, metrics, served)

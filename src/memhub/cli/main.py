@@ -17,6 +17,8 @@ from memhub.auth.identity import key_hash, new_key
 from memhub.cli.container import Container, build_container
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
+from memhub.mcp.server import run_stdio
+from memhub.store.base import Checks
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -87,7 +89,7 @@ async def _serve(container: Container) -> None:
             app = build_http_app(
                 server,
                 settings.transports,
-                lambda: {"db": str(settings.db_path)},
+                lambda: {"db": settings.db_url},
                 container.metrics,
                 container.gauges,
             )
@@ -104,7 +106,7 @@ async def _serve(container: Container) -> None:
             )
             tg.start_soon(uvicorn.Server(config).serve)
         if "stdio" in settings.transports:
-            await server.run_stdio_async()
+            await run_stdio(server)
             tg.cancel_scope.cancel()  # the stdio client owns this process: its EOF ends it
         else:
             await anyio.sleep_forever()
@@ -112,7 +114,7 @@ async def _serve(container: Container) -> None:
 
 def _doctor(container: Container) -> int:
     store = container.runtime.store
-    problems = store.integrity_check()
+    problems = store.integrity_check() if isinstance(store, Checks) else []
     report = verify_chain(store.iter_events())
     print(f"database: {store.location}")
     print(f"integrity: {'ok' if not problems else 'FAILED'}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -16,8 +17,21 @@ class ErrorKind(StrEnum):
     TOO_LARGE = "too_large"  # payload over the tool's limit
     RATE_LIMITED = "rate_limited"
     UNAVAILABLE = "unavailable"  # a dependency (embedder, disk) is not ready
+    TIMEOUT = "timeout"  # the call ran past its time limit (and changed nothing)
     STORAGE = "storage"  # the database failed (locked too long, disk full, corrupt)
     INTERNAL = "internal"  # a bug: never leaks details to the client
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What an error renderer may need about the failed call (seed 000's envelope carries
+    `request_id`, `trace_id` and `policy_version`)."""
+
+    tool: str
+    toolset: str
+    request_id: str
+    trace_id: str
+    policy_version: str | None = None
 
 
 class MemhubError(Exception):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 
 class GlobalRole(StrEnum):
@@ -44,11 +45,34 @@ class Principal:
         return self.role is GlobalRole.ADMIN
 
 
+class Boundary(StrEnum):
+    """How sensitive an item is (seed 000's boundary classes)."""
+
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    PII = "pii"
+    SECRET = "secret"
+
+
+# What a reader sees when nothing (a policy, an explicit allow) says otherwise: fail closed,
+# so pii and secret items are never returned unless a caller's policy allows their class.
+DEFAULT_BOUNDARIES = frozenset({Boundary.PUBLIC.value, Boundary.INTERNAL.value})
+
+SessionRule = Literal["own", "current"]
+
+
 @dataclass(frozen=True, slots=True)
 class Viewer:
-    """Whose eyes a read goes through: the single visibility filter is built from this."""
+    """Whose eyes a read goes through: the single visibility filter is built from this.
+
+    `sessions` decides which session-scope items are seen: "own" every session of the
+    principal (reading one item by id), "current" only those of `session_id` (searches: what
+    this session wrote; none when `session_id` is None). `boundaries`: the boundary classes
+    this read may return.
+    """
 
     principal: str
     now: str
     session_id: str | None = None
-    boundaries: frozenset[str] | None = field(default=None)  # None: every boundary class
+    sessions: SessionRule = "own"
+    boundaries: frozenset[str] = field(default=DEFAULT_BOUNDARIES)

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-TOOLSETS = ("discussion", "assoc")  # toolsets built so far; the seeds define five
 TRANSPORTS = ("stdio", "http", "sse")
 
 
@@ -27,8 +26,11 @@ class Settings:
         default=Path("~/.local/share/memhub").expanduser(),
         metadata=_meta("MEMHUB_HOME", "Directory holding the database (and later the vault)."),
     )
-    db: Path | None = field(
-        default=None, metadata=_meta("MEMHUB_DB", "SQLite file; default: $MEMHUB_HOME/memhub.db.")
+    db: str | None = field(
+        default=None,
+        metadata=_meta(
+            "MEMHUB_DB", "Database: a SQLite file path or sqlite:///path; default: $MEMHUB_HOME/memhub.db."
+        ),
     )
     user: str = field(
         default="", metadata=_meta("MEMHUB_USER", "Who the stdio caller is; default: the OS user.")
@@ -45,7 +47,7 @@ class Settings:
         ),
     )
     toolsets: tuple[str, ...] = field(
-        default=TOOLSETS, metadata=_meta("MEMHUB_TOOLSETS", "Comma list of toolsets to serve.")
+        default=(), metadata=_meta("MEMHUB_TOOLSETS", "Comma list of toolsets to serve; default: all.")
     )
     transports: tuple[str, ...] = field(
         default=("stdio",), metadata=_meta("MEMHUB_TRANSPORT", "Comma list of stdio, http, sse.")
@@ -61,8 +63,19 @@ class Settings:
     )
 
     @property
+    def db_url(self) -> str:
+        """Where the store is (memhub.store.open.open_store reads it)."""
+        return self.db if self.db is not None else str(self.home / "memhub.db")
+
+    @property
     def db_path(self) -> Path:
-        return self.db if self.db is not None else self.home / "memhub.db"
+        """The SQLite file of a file-backed store."""
+        scheme, sep, rest = self.db_url.partition("://")
+        if not sep:
+            return Path(self.db_url)
+        if scheme != "sqlite":
+            raise ValueError(f"{self.db_url} is not a SQLite file")
+        return Path(rest.removeprefix("/") if rest.startswith("//") else rest)
 
 
 def setting_docs() -> dict[str, tuple[str, str]]:
@@ -92,18 +105,17 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
         if raw is not None and raw != "":
             values[f.name] = raw
     values.update({k: v for k, v in overrides.items() if v is not None})
-    for key in ("home", "db"):
-        if key in values:
-            values[key] = Path(str(values[key])).expanduser()
+    if "home" in values:
+        values["home"] = Path(str(values["home"])).expanduser()
+    if "db" in values:
+        db = str(values["db"])
+        values["db"] = db if "://" in db else str(Path(db).expanduser())
     for key in ("toolsets", "transports"):
         if isinstance(values.get(key), str):
             values[key] = _split(str(values[key]))
     if "port" in values:
         values["port"] = int(str(values["port"]))
     settings = Settings(**values)  # type: ignore[arg-type]
-    unknown = set(settings.toolsets) - set(TOOLSETS)
-    if unknown:
-        raise ValueError(f"unknown toolset(s) {sorted(unknown)}; available: {', '.join(TOOLSETS)}")
     if settings.auth not in ("none", "apikey"):
         raise ValueError("auth must be none or apikey")
     bad = set(settings.transports) - set(TRANSPORTS)

@@ -5,8 +5,9 @@ are cut here into overlapping character bigrams (`設計方針` -> `設計 計�
 CJK indexing scheme: a query term matches when its bigrams appear as a phrase. Latin text
 is left to the tokenizer (porter stemming, diacritics folded).
 
-Queries are never passed to FTS5 as written: `fts_query` keeps only word characters and
-quotes every term, so `"`, `*`, `NEAR(`, `OR`, `-` and friends in user text are plain text.
+Queries are never passed to a text index as written: `search_terms` keeps only word
+characters, and each backend quotes every term in its own syntax (store/sqlite/fts.py), so
+`"`, `*`, `NEAR(`, `OR`, `-` and friends in user text are plain text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from typing import Literal
 
 _CJK_RANGES = (
     (0x3005, 0x3007),  # 々 〆 〇
@@ -180,14 +180,12 @@ def term_coverage(query: str) -> Callable[[str], float]:
     return share
 
 
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def fts_terms(
+def search_terms(
     query: str, *, drop_stopwords: bool = True, split_cjk: bool = False, max_terms: int = 32
 ) -> list[str]:
-    """The safe FTS5 terms of `query`, each quoted (CJK: bigrams as one phrase), for OR-ing.
+    """The plain terms of `query` for ranked keyword search (`Tx.text_search`), in order:
+    normalised words, and CJK runs that must occur whole (a backend turns each into its own
+    query syntax, so nothing a user types is ever query syntax).
 
     Stopwords are dropped when asked unless nothing else is left. `split_cjk` cuts CJK runs
     into content words (recall: BM25 on its own finds Japanese paraphrases); without it a
@@ -195,27 +193,7 @@ def fts_terms(
     SearchEngine). Empty when `query` has no searchable term.
     """
     terms = query_terms(query, drop_stopwords=drop_stopwords, split_cjk=split_cjk) or query_terms(query)
-    parts: list[str] = []
-    for cjk, term in terms[:max_terms]:
-        if cjk and len(term) == 1:
-            parts.append(_quote(term) + " *")  # a lone kanji: any bigram starting with it
-        elif cjk:
-            parts.append(_quote(" ".join(bigrams(term))))
-        else:
-            parts.append(_quote(term))
-    return parts
-
-
-def fts_query(query: str, *, mode: Literal["any", "all"] = "any", max_terms: int = 32) -> str | None:
-    """A safe FTS5 MATCH expression for `query`, or None when it has no searchable term.
-
-    `any` ORs the terms (ranked retrieval: BM25 rewards documents matching more of them);
-    `all` ANDs them. Stopwords are dropped in `any` mode unless nothing else is left.
-    """
-    parts = fts_terms(query, drop_stopwords=(mode == "any"), max_terms=max_terms)
-    if not parts:
-        return None
-    return (" OR " if mode == "any" else " AND ").join(parts)
+    return [term for _, term in terms[:max_terms]]
 
 
 _SPACE = re.compile(r"\s+")

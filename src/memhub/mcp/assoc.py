@@ -44,6 +44,8 @@ TOOLS = [
         read_only=False,
         destructive=True,
         exclude_none=True,
+        max_payload=64 * 1024 * 1024,  # an import carries up to 16M characters
+        timeout_s=600.0,
     ),
     ToolSpec(
         "search",
@@ -95,7 +97,20 @@ TOOLS = [
         read_only=False,
         destructive=True,
         exclude_none=True,
+        timeout_s=3600.0,  # a reindex of a large store embeds every item again
     ),
 ]
 
-TOOLSET = Toolset("assoc", errors.render, TOOLS)
+TOOLSET = Toolset(
+    "assoc",
+    errors.render,
+    TOOLS,
+    instructions=(
+        "Store memories in a domain (global, user, project, session) and find them by meaning in "
+        "Japanese or English; stored memories are linked to similar and recent ones (get_related "
+        "walks the links). Projects and sessions here are shared with the other toolsets."
+    ),
+    # Semantic links are made for every memory this process embeds, whichever toolsets it serves
+    # (a discussion-only server sharing the store must not leave memories unlinked).
+    on_embedded=memories.link_semantic,
+)

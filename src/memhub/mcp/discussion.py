@@ -123,4 +123,13 @@ TOOLS = [
     ),
 ]
 
-TOOLSET = Toolset("discussion", errors.render, TOOLS)
+TOOLSET = Toolset(
+    "discussion",
+    errors.render,
+    TOOLS,
+    instructions=(
+        "Keep projects, topic trees, the log of each exchange (one AI proposal and the user's answer) "
+        "and the decisions that closed them. Search topics and decisions before asking the user "
+        "something that may already be decided. Records are never edited or deleted."
+    ),
+)

@@ -1,28 +1,34 @@
-"""Tool specs and the one place that turns failures into MCP error results.
+"""Tool declarations and the call pipeline: the one place that turns failures into results.
 
 A toolset declares its tools as `ToolSpec`s: name, description, pydantic input and output
-models, annotations and an async handler. `build_tools` turns them into the SDK's tools:
-the published input schema is the input model's JSON schema, but validation happens here
-(not in the SDK) so a bad argument is reported in the toolset's own error vocabulary.
+models, annotations, an async handler, and the limits of a call (payload bytes, seconds).
+`invoke` runs every call the same way:
+
+    payload limit -> input validation -> handler (under the time limit) -> output filters
+    -> result, or the toolset's error body; audited either way
+
+Validation happens here, not in the SDK, so a bad argument is reported in the toolset's own
+error vocabulary. Error bodies go in the text content (every client shows it) with
+`isError: true`; structured content is only sent when it matches the published output
+schema, i.e. on success.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, ValidationError
+import anyio
+import mcp_types as types
+from pydantic import BaseModel, ValidationError
 
-from memhub.core.errors import ErrorKind, MemhubError
+from memhub.core.errors import CallContext, ErrorKind, MemhubError
 from memhub.core.models import Principal
 from memhub.mcp.schema import compact_schema
 from memhub.services.runtime import Call, Progress, Runtime
@@ -30,9 +36,16 @@ from memhub.services.runtime import Call, Progress, Runtime
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Call, Any], Awaitable[BaseModel]]
-ErrorRenderer = Callable[[MemhubError], dict[str, Any]]
+ErrorRenderer = Callable[[MemhubError, CallContext], dict[str, Any]]
+OutputFilter = Callable[[Call, dict[str, Any]], dict[str, Any]]  # e.g. redaction before send
 IdentityResolver = Callable[[Any], Principal]  # transport request (None on stdio) -> caller
 CallObserver = Callable[[str, str, float], None]  # (tool, outcome, seconds): metrics
+# Told of each batch of vectors the backfill stores, whichever toolsets this process serves:
+# (runtime, [(item id, unit vector)]) -> anything (e.g. link the new memories to neighbours).
+EmbeddedHook = Callable[[Runtime, list[tuple[int, Any]]], Awaitable[object]]
+
+DEFAULT_PAYLOAD = 1_048_576  # bytes of JSON arguments a call may carry unless its tool says otherwise
+DEFAULT_TIMEOUT = 30.0  # seconds
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,8 @@ class ToolSpec:
     idempotent: bool = False
     title: str | None = None
     exclude_none: bool = False  # omit null fields from results (action-style tools)
+    max_payload: int = DEFAULT_PAYLOAD
+    timeout_s: float = DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -54,15 +69,25 @@ class Toolset:
     name: str
     render_error: ErrorRenderer
     tools: Sequence[ToolSpec]
+    instructions: str = ""  # what an agent should know about these tools (server instructions)
+    output_filter: OutputFilter | None = None  # applied to every successful result of its tools
+    resources: Sequence[ResourceSpec] = ()
+    on_embedded: EmbeddedHook | None = None  # background work after items get vectors
 
 
-class _RawArguments(ArgModelBase):
-    """Lets every argument through the SDK untouched: `invoke` validates with the real model."""
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A family of readable resources, `uri_template` with one `{id}` at its end."""
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+    uri_template: str
+    name: str
+    description: str
+    read: Callable[[Runtime, Principal, str], Awaitable[str]]  # (runtime, caller, id) -> text
+    mime_type: str = "application/json"
 
-    def model_dump_one_level(self) -> dict[str, Any]:
-        return {"arguments": dict(self.__pydantic_extra__ or {})}
+    @property
+    def prefix(self) -> str:
+        return self.uri_template.removesuffix("{id}")
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -84,96 +109,114 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(parts[:8])
 
 
-def _result(body: dict[str, Any], *, error: bool) -> CallToolResult:
+def _payload_size(arguments: Mapping[str, Any]) -> int:
+    try:
+        return len(
+            json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
+        )
+    except (TypeError, ValueError, RecursionError):
+        return math.inf  # type: ignore[return-value]  # not JSON at all: over any limit
+
+
+def _success(body: dict[str, Any]) -> types.CallToolResult:
     text = json.dumps(body, ensure_ascii=False)
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=body, is_error=error
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=body, is_error=False
     )
+
+
+def error_result(body: dict[str, Any]) -> types.CallToolResult:
+    """An error every client can read: the body as JSON text, `isError: true`, and no
+    structured content (it would not match the tool's output schema, and strict clients
+    such as the TypeScript SDK reject a result whose structured content does not)."""
+    text = json.dumps(body, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=body, is_error=True
+    )
+
+
+@dataclass
+class Pipeline:
+    """What every call of one server passes through, besides its tool."""
+
+    runtime: Runtime
+    observe: CallObserver | None = None
+    output_filters: Sequence[OutputFilter] = ()
 
 
 async def invoke(
     spec: ToolSpec,
     toolset: Toolset,
-    runtime: Runtime,
+    pipeline: Pipeline,
     principal: Principal,
     arguments: Mapping[str, Any],
-    observe: CallObserver | None = None,
     progress: Progress | None = None,
-) -> CallToolResult:
-    """Validate, run, audit. Every failure becomes an `isError` result in the toolset's vocabulary."""
+    trace_id: str = "",
+) -> types.CallToolResult:
+    """Validate, run, filter, audit. Every failure becomes an `isError` result in the
+    toolset's vocabulary, and a failed call changes nothing."""
     started = time.perf_counter()
-    call = Call(runtime=runtime, principal=principal, tool=spec.name, progress=progress)
+    call = Call(
+        runtime=pipeline.runtime,
+        principal=principal,
+        tool=spec.name,
+        progress=progress,
+        read_only=spec.read_only,
+        trace_id=trace_id,
+        deadline=time.monotonic() + spec.timeout_s,
+    )
+    call.detail["request_id"] = call.request_id
+    context = CallContext(spec.name, toolset.name, call.request_id, call.trace_id)
     outcome = "ok"
     try:
         try:
-            args = spec.input_model.model_validate(dict(arguments))
-        except ValidationError as exc:
-            raise MemhubError(ErrorKind.INVALID, validation_message(exc)) from None
-        output = await spec.handler(call, args)
-        result = _result(output.model_dump(mode="json", exclude_none=spec.exclude_none), error=False)
+            if _payload_size(arguments) > spec.max_payload:
+                raise MemhubError(
+                    ErrorKind.TOO_LARGE,
+                    f"the arguments are larger than {spec.name}'s limit of {spec.max_payload} bytes",
+                )
+            try:
+                args = spec.input_model.model_validate(dict(arguments))
+            except ValidationError as exc:
+                raise MemhubError(ErrorKind.INVALID, validation_message(exc)) from None
+            with anyio.fail_after(spec.timeout_s):
+                output = await spec.handler(call, args)
+        except TimeoutError:
+            raise MemhubError(
+                ErrorKind.TIMEOUT, f"{spec.name} took longer than its limit of {spec.timeout_s:g} s"
+            ) from None
+        body = output.model_dump(mode="json", exclude_none=spec.exclude_none)
+        for keep in (*pipeline.output_filters, *([toolset.output_filter] if toolset.output_filter else [])):
+            body = keep(call, body)
+        result = _success(body)
         if not call.audited:
             await call.record("ok")
     except MemhubError as exc:
-        body = toolset.render_error(exc)
-        outcome = str(body.get("error", {}).get("code", exc.kind))
-        result = _result(body, error=True)
+        error = toolset.render_error(exc, context)
+        outcome = str(error.get("error", {}).get("code", exc.kind))
+        result = error_result(error)
     except Exception:  # the one broad handler: a bug must not crash the server or leak details
         incident = uuid.uuid4().hex[:12]
         log.exception("tool %s failed unexpectedly (incident %s)", spec.name, incident)
-        body = toolset.render_error(
-            MemhubError(ErrorKind.INTERNAL, f"internal error (incident {incident}); see the server log")
-        )
+        bug = MemhubError(ErrorKind.INTERNAL, f"internal error (incident {incident}); see the server log")
+        result = error_result(toolset.render_error(bug, context))
         outcome = "internal"
-        result = _result(body, error=True)
     if result.is_error and not call.audited:
-        try:
-            await call.record(outcome)
-        except MemhubError:
-            log.warning("could not audit failed call to %s", spec.name)
-    if observe is not None:
-        observe(spec.name, outcome, time.perf_counter() - started)
+        await call.record(outcome)
+    if pipeline.observe is not None:
+        pipeline.observe(spec.name, outcome, time.perf_counter() - started)
     return result
 
 
-def build_tools(
-    toolsets: Sequence[Toolset],
-    runtime: Runtime,
-    identity: IdentityResolver,
-    observe: CallObserver | None = None,
-) -> list[Tool]:
-    tools: list[Tool] = []
-    for toolset in toolsets:
-        for spec in toolset.tools:
-            tools.append(_sdk_tool(spec, toolset, runtime, identity, observe))
-    return tools
-
-
-def _sdk_tool(
-    spec: ToolSpec,
-    toolset: Toolset,
-    runtime: Runtime,
-    identity: IdentityResolver,
-    observe: CallObserver | None,
-) -> Tool:
-    async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:  # type: ignore[type-arg]
-        try:
-            principal = identity(ctx.request_context.request)
-        except MemhubError as exc:
-            return _result(toolset.render_error(exc), error=True)
-        return await invoke(spec, toolset, runtime, principal, arguments, observe, ctx.report_progress)
-
-    # The return annotation carries the output model, so the SDK publishes outputSchema.
-    run.__annotations__ = {
-        "arguments": dict[str, Any],
-        "ctx": Context,
-        "return": Annotated[CallToolResult, spec.output_model],
-    }
-    tool = Tool.from_function(
-        run,
+def published_tool(spec: ToolSpec) -> types.Tool:
+    """The tool as `tools/list` shows it: compact input and output schemas, annotations."""
+    return types.Tool(
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        annotations=ToolAnnotations(
+        input_schema=compact_schema(spec.input_model.model_json_schema()),
+        output_schema=compact_schema(spec.output_model.model_json_schema(mode="serialization")),
+        annotations=types.ToolAnnotations(
             title=spec.title,
             read_only_hint=spec.read_only,
             destructive_hint=spec.destructive,
@@ -181,17 +224,13 @@ def _sdk_tool(
             open_world_hint=False,
         ),
     )
-    tool.parameters = compact_schema(spec.input_model.model_json_schema())
-    tool.fn_metadata.arg_model = _RawArguments
-    if tool.fn_metadata.output_schema is not None:
-        tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
-    return tool
 
 
 def transactional(fn: Callable[[Any, Principal, Any], BaseModel]) -> Handler:
-    """A handler running a service function `fn(tx, actor, args)` in the call's one transaction."""
+    """A handler running a service function `fn(tx, actor, args)` in the call's one
+    transaction: a read transaction for a read-only tool, a write transaction otherwise."""
 
     async def handler(call: Call, args: Any) -> BaseModel:
-        return await call.transact(lambda tx: fn(tx, call.principal, args))
+        return await call.run(lambda tx: fn(tx, call.principal, args))
 
     return handler

@@ -21,11 +21,11 @@ from typing import Protocol, runtime_checkable
 import anyio
 import numpy as np
 
-from memhub.core.errors import ErrorKind, MemhubError, invalid
+from memhub.core.errors import MemhubError, invalid
 from memhub.search.embedders.base import EmbedderUnavailable
 from memhub.search.embedding import EmbeddingService
 from memhub.search.vectors import VectorIndex
-from memhub.store.base import Store
+from memhub.store.base import ChangeProbe, Store
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +39,6 @@ _MODEL_ERRORS = (ValueError, RuntimeError, OSError)
 @runtime_checkable
 class _Deletions(Protocol):
     def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]: ...
-
-
-@runtime_checkable
-class _Versioned(Protocol):
-    def data_version(self) -> int: ...
 
 
 class VectorBackfill:
@@ -195,28 +190,14 @@ class VectorBackfill:
         return rows
 
     def _store_vectors(self, blobs: list[tuple[int, bytes]]) -> int:
+        """Store a batch in one transaction; an item deleted while it was being embedded is
+        skipped by the store (not an error), so the count may be lower than the batch."""
         embedder_id, dim = self.embedding.id, self.embedding.dim
-        try:
-            with self.store.transaction(write=True) as tx:
-                for item_id, blob in blobs:
-                    tx.put_vector(item_id, embedder_id, blob, dim)
-            return len(blobs)
-        except MemhubError as exc:
-            if exc.kind is not ErrorKind.STORAGE or len(blobs) == 1:
-                raise
-        # Probably an item was deleted while we embedded it: store the others one by one.
-        stored = 0
-        for item_id, blob in blobs:
-            try:
-                with self.store.transaction(write=True) as tx:
-                    tx.put_vector(item_id, embedder_id, blob, dim)
-                stored += 1
-            except MemhubError as exc:
-                log.info("vector for item %d not stored: %s", item_id, exc.message)
-        return stored
+        with self.store.transaction(write=True) as tx:
+            return sum(tx.put_vector(item_id, embedder_id, blob, dim) for item_id, blob in blobs)
 
     def _data_version(self) -> int | None:
-        return self.store.data_version() if isinstance(self.store, _Versioned) else None
+        return self.store.data_version() if isinstance(self.store, ChangeProbe) else None
 
     async def run_forever(
         self,

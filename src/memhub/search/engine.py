@@ -20,7 +20,7 @@ import anyio
 
 from memhub.core.errors import invalid
 from memhub.core.models import Viewer
-from memhub.core.text import fts_terms
+from memhub.core.text import search_terms
 from memhub.search.backfill import VectorBackfill
 from memhub.search.embedders.base import EmbedderUnavailable, Matrix
 from memhub.search.embedding import EmbeddingService
@@ -128,7 +128,7 @@ class SearchEngine:
         run must appear whole: on bench/data/ja_set.json with e5+use, splitting lowered hit@5
         from 0.838 to 0.796 (weak keyword matches on the wrong memories), while BM25 alone
         rose from 0.176 to 0.366 (Japanese queries 0.017 -> 0.483)."""
-        terms = fts_terms(query, split_cjk=split_cjk)
+        terms = search_terms(query, split_cjk=split_cjk)
         if not terms:
             return []
 

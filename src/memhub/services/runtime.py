@@ -1,12 +1,16 @@
 """What a tool call runs against: the store and engines (Runtime) and the call itself (Call).
 
-`Call.transact` is the one way a tool touches the database: the service function and the
-call's audit event share one write transaction, so a call either happens and is recorded,
-or fails and changes nothing (its failure is then recorded on its own).
+A tool touches the database in one of two ways. `Call.transact` runs a service function and
+the call's audit event in one write transaction, so a call either happens and is recorded,
+or fails and changes nothing (its failure is then recorded on its own). `Call.read` runs in
+a read transaction that never waits for writers; its audit event (and any access counts)
+are deferred writes (services/deferred.py), appended within a fraction of a second.
 """
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from memhub.core.clock import Clock, SystemClock
+from memhub.core.clock import Clock, SystemClock, isoformat
+from memhub.core.errors import ErrorKind, MemhubError
 from memhub.core.models import Principal
+from memhub.services.deferred import DeferredWrites
 from memhub.store.base import Store, Tx
 
 if TYPE_CHECKING:
@@ -23,6 +29,7 @@ if TYPE_CHECKING:
     from memhub.search.engine import SearchEngine, VectorBackfill
 
 T = TypeVar("T")
+SETTLE_SECONDS = 1.0  # a read that depends on vectors waits at most this long for pending ones
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
@@ -37,10 +44,26 @@ class Runtime:
     backfill: VectorBackfill | None = None
     home: Path | None = None  # where backups go by default
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(4))
+    deferred: DeferredWrites = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deferred = DeferredWrites(self.store)
 
     async def in_thread(self, fn: Callable[[], T]) -> T:
         """Run blocking work (SQLite, numpy) off the event loop."""
         return await anyio.to_thread.run_sync(fn, limiter=self.limiter)
+
+    def now(self) -> str:
+        return isoformat(self.clock.now())
+
+    def close(self) -> None:
+        """Write what is still deferred, then close the store."""
+        self.deferred.flush()
+        self.store.close()
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
 
 
 @dataclass
@@ -53,6 +76,23 @@ class Call:
     detail: dict[str, Any] = field(default_factory=dict)
     audited: bool = False
     progress: Progress | None = None
+    read_only: bool = False  # the tool's declaration: its handler reads (`transactional` follows it)
+    request_id: str = field(default_factory=new_request_id)
+    trace_id: str = ""
+    deadline: float | None = None  # time.monotonic() after which nothing may be committed
+    at: str = ""  # when the call began (its audit event's time)
+
+    def __post_init__(self) -> None:
+        self.trace_id = self.trace_id or self.request_id
+        self.at = self.at or self.runtime.now()
+
+    async def settled(self, timeout: float = SETTLE_SECONDS) -> bool:
+        """Read your writes: wait (at most `timeout`) until items this process wrote have their
+        vectors and the follow-up work on them (semantic links) is done. True when caught up
+        (or nothing is pending, or no model is running); False when the wait ran out."""
+        if self.runtime.backfill is None:
+            return True
+        return await self.runtime.backfill.settle(timeout)
 
     async def report(self, done: float, total: float | None, message: str | None = None) -> None:
         """Progress of long work (reindex, import), as MCP progress notifications when asked for."""
@@ -64,13 +104,31 @@ class Call:
         if self.progress is not None:
             anyio.from_thread.run(self.report, done, total, message)
 
+    def _check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise MemhubError(
+                ErrorKind.TIMEOUT, f"{self.tool} took longer than its limit; nothing was changed"
+            )
+
     async def transact(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` in one write transaction together with this call's audit event."""
+        """Run `fn` in one write transaction together with this call's audit event (and the
+        deferred events of earlier reads, appended first)."""
+
+        deferred = self.runtime.deferred
 
         def work() -> T:
-            with self.runtime.store.transaction(write=True) as tx:
-                result = fn(tx)
-                tx.append_event(self.principal.id, self.tool, "ok", self.detail)
+            batch = None
+            try:
+                with self.runtime.store.transaction(write=True) as tx:
+                    result = fn(tx)
+                    self._check_deadline()  # past the limit: roll back rather than commit late
+                    batch = deferred.take()
+                    deferred.write(tx, batch)
+                    tx.append_event(self.principal.id, self.tool, "ok", self.detail, at=self.at)
+            except BaseException:
+                if batch is not None:
+                    deferred.requeue(batch)
+                raise
             return result
 
         result = await self.runtime.in_thread(work)
@@ -79,12 +137,23 @@ class Call:
             self.runtime.backfill.notify()  # new or changed text: give it a vector soon
         return result
 
+    async def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run `fn` in a read transaction (it must not write). The call is audited once it
+        has ended, with its outcome, as a deferred write (`record`)."""
+
+        def work() -> T:
+            with self.runtime.store.transaction(write=False) as tx:
+                return fn(tx)
+
+        result = await self.runtime.in_thread(work)
+        self._check_deadline()
+        return result
+
+    async def run(self, fn: Callable[[Tx], T]) -> T:
+        """`read` for a read-only tool, `transact` for the others."""
+        return await (self.read(fn) if self.read_only else self.transact(fn))
+
     async def record(self, outcome: str) -> None:
-        """Audit a call that did not (or could not) go through `transact`."""
-
-        def work() -> None:
-            with self.runtime.store.transaction(write=True) as tx:
-                tx.append_event(self.principal.id, self.tool, outcome, self.detail)
-
-        await self.runtime.in_thread(work)
+        """Audit a call that did not write through `transact` (reads, failures), deferred."""
+        self.runtime.deferred.event(self.principal.id, self.tool, outcome, self.detail, self.at)
         self.audited = True

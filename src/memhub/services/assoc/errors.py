@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memhub.core.errors import ErrorKind, MemhubError
+from memhub.core.errors import CallContext, ErrorKind, MemhubError
 
 CODES = {
     ErrorKind.INVALID: "invalid_parameter",
@@ -13,13 +13,14 @@ CODES = {
     ErrorKind.CONFLICT: "conflict",
     ErrorKind.TOO_LARGE: "payload_too_large",
     ErrorKind.RATE_LIMITED: "rate_limited",
+    ErrorKind.TIMEOUT: "timeout",
     ErrorKind.UNAVAILABLE: "unavailable",
     ErrorKind.STORAGE: "storage_error",
     ErrorKind.INTERNAL: "internal_error",
 }
 
 
-def render(error: MemhubError) -> dict[str, Any]:
+def render(error: MemhubError, context: CallContext | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"code": CODES[error.kind], "message": error.message}
     details = {k: v for k, v in error.details.items() if isinstance(v, str | int | float | bool)}
     if details:

@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import MemhubError, invalid, not_found
 from memhub.core.hashing import content_hash
-from memhub.services.assoc import access
+from memhub.services import access
+from memhub.services.assoc import domains
 from memhub.services.assoc import models as m
-from memhub.services.assoc.access import MEMORY
+from memhub.services.assoc.domains import MEMORY
 from memhub.services.assoc.ids import mem_id, parse_mem, proj_id
 from memhub.services.assoc.memories import ASSOCIATION
 from memhub.services.common import SafeText
@@ -49,7 +50,7 @@ class ImportRecord(BaseModel):
 
 
 def _where(tx: Tx, call: Call, args: m.ManageInput) -> ItemQuery:
-    return access.memories_in(args.target_domain, args.project_id, args.session_id, MAX_EXPORT + 1)
+    return domains.memories_in(args.target_domain, args.project_id, args.session_id, MAX_EXPORT + 1)
 
 
 def _stats(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
@@ -221,7 +222,7 @@ def _import(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
                 ref = proj_id(found.id) if found else record.project
                 if not ref.startswith("proj_"):
                     raise not_found(f"project {record.project!r} not found")
-                project = access.writable_project(tx, call.principal, ref)
+                project = domains.writable_project(tx, call.principal, ref)
             if record.domain == "session" and current is None:
                 raise invalid("session memories import into your current session: create one first")
             created_at = isoformat(parse_iso(record.created_at)) if record.created_at else None
@@ -272,14 +273,14 @@ def _import(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
 def _owned(tx: Tx, call: Call, ids: list[str] | None) -> list[ItemRow]:
     if not ids:
         raise invalid("memory_ids is required")
-    return [access.modifiable_memory(tx, call.principal, i) for i in dict.fromkeys(ids)]
+    return [domains.modifiable_memory(tx, call.principal, i) for i in dict.fromkeys(ids)]
 
 
 def _change_domain(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
     if args.new_domain is None:
         raise invalid("new_domain is required to change the domain")
     rows = _owned(tx, call, args.memory_ids)
-    where = access.target(tx, call.principal, args.new_domain, args.project_id, args.session_id)
+    where = domains.target(tx, call.principal, args.new_domain, args.project_id, args.session_id)
     if not args.dry_run:
         for row in rows:
             tx.update_item(row.id, {"scope": str(where.scope), "project_id": where.project_id,

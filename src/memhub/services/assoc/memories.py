@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -22,10 +23,10 @@ import numpy as np
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import invalid
 from memhub.core.hashing import content_hash
-from memhub.core.models import Viewer
-from memhub.services.assoc import access, ranking
+from memhub.services import access, graph
+from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
-from memhub.services.assoc.access import MEMORY
+from memhub.services.assoc.domains import MEMORY
 from memhub.services.assoc.ids import mem_id
 from memhub.services.runtime import Call, Runtime
 from memhub.store.base import ItemQuery, ItemRow, NewItem, Tx
@@ -36,6 +37,7 @@ SEMANTIC_MIN = 0.75
 SEMANTIC_K = 5
 TEMPORAL_WINDOW = timedelta(minutes=30)
 ASSOCIATION = "association"
+PENDING_NOTE = "associations of memories stored just now are still being made; ask again in a moment"
 SUBTYPES = ("semantic", "temporal", "manual")
 
 
@@ -61,7 +63,7 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
     for item, vec in embedded:
         if item not in authors:
             continue  # not a memory (a discussion log, say), or deleted meanwhile
-        viewer = Viewer(principal=authors[item], now=now)
+        viewer = access.eyes_of(authors[item], now)
         hits = await engine.nearest(viewer, vec, k=2 * SEMANTIC_K + 1, kinds=(MEMORY,))
         sims = ((other, ranking.calibrated(embedding.id, cos)) for other, cos in hits if other < item)
         near = [(other, sim) for other, sim in sims if sim >= SEMANTIC_MIN]  # best first
@@ -100,7 +102,7 @@ def _associate(tx: Tx, call: Call, row: ItemRow, manual: list[str]) -> list[m.As
                 elapsed = (parse_iso(tx.now) - parse_iso(other.created_at)) / TEMPORAL_WINDOW
                 made.append(_link(tx, row.id, other.id, "temporal", max(0.3, 1.0 - elapsed)))
     for related in manual:
-        other = access.get_memory(tx, call.principal, related)
+        other = domains.get_memory(tx, call.principal, related)
         if other.id == row.id:
             raise invalid("a memory cannot be associated with itself")
         made.append(_link(tx, row.id, other.id, "manual", 1.0))
@@ -115,7 +117,7 @@ async def store(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     content = args.content
 
     def work(tx: Tx) -> m.MemoryOutput:
-        where = access.target(tx, call.principal, args.domain, args.project_id, args.session_id)  # type: ignore[arg-type]
+        where = domains.target(tx, call.principal, args.domain, args.project_id, args.session_id)  # type: ignore[arg-type]
         tx.ensure_principal(call.principal.id)
         current = access.current_session(tx, call.principal)
         row = tx.insert_item(
@@ -135,25 +137,27 @@ async def store(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         )
         made = _associate(tx, call, row, args.related_memory_ids or [])
         call.detail["memory_id"] = mem_id(row.id)
-        return m.MemoryOutput(action="store", memory=access.to_memory(row), associations=made)
+        return m.MemoryOutput(action="store", memory=domains.to_memory(row), associations=made)
 
     return await call.transact(work)
 
 
 async def get(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
+    """A read: the access is counted as a deferred write (shown at once in the result)."""
+    deferred = call.runtime.deferred
+
     def work(tx: Tx) -> m.MemoryOutput:
-        row = access.get_memory(tx, call.principal, args.memory_id)
-        tx.touch_access([row.id])
-        fresh = tx.get_item(access.viewer(tx, call.principal), row.id)
-        assert fresh is not None
+        row = domains.get_memory(tx, call.principal, args.memory_id)
+        deferred.touch([row.id])
+        seen = replace(row, access_count=row.access_count + deferred.pending_touches(row.id))
         links = tx.links_of([row.id], [ASSOCIATION])
         return m.MemoryOutput(
             action="get",
-            memory=access.to_memory(fresh),
+            memory=domains.to_memory(seen),
             associations=[_association(x.src, x.dst, str(x.subtype), x.strength) for x in links],
         )
 
-    return await call.transact(work)
+    return await call.read(work)
 
 
 def _association(src: int, dst: int, subtype: str, strength: float) -> m.Association:
@@ -171,7 +175,7 @@ async def update(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         raise invalid("update does not move memories: use memory_manage(action='change_domain')")
 
     def work(tx: Tx) -> m.MemoryOutput:
-        row = access.modifiable_memory(tx, call.principal, str(args.memory_id))
+        row = domains.modifiable_memory(tx, call.principal, str(args.memory_id))
         changes: dict[str, Any] = {}
         if args.content is not None:
             changes.update(body=args.content, content_hash=content_hash(args.content))
@@ -189,7 +193,7 @@ async def update(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
             )
         updated = tx.update_item(row.id, changes) if changes else row  # new text: vector dropped
         made = _associate(tx, call, updated, args.related_memory_ids or []) if args.related_memory_ids else []
-        return m.MemoryOutput(action="update", memory=access.to_memory(updated), associations=made)
+        return m.MemoryOutput(action="update", memory=domains.to_memory(updated), associations=made)
 
     return await call.transact(work)
 
@@ -199,7 +203,7 @@ async def delete(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         raise invalid("memory_id is required to delete a memory")
 
     def work(tx: Tx) -> m.MemoryOutput:
-        row = access.modifiable_memory(tx, call.principal, str(args.memory_id))
+        row = domains.modifiable_memory(tx, call.principal, str(args.memory_id))
         tx.delete_items([row.id])
         return m.MemoryOutput(action="delete", deleted=[mem_id(row.id)])
 
@@ -207,41 +211,31 @@ async def delete(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
 
 
 async def get_related(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
-    """Breadth-first over associations (both directions), strongest paths first, to `depth`."""
+    """Breadth-first over associations (both directions), strongest paths first, to `depth`.
+    Waits (bounded) for this process's pending semantic links first: read your writes."""
+    settled = await call.settled()
 
     def work(tx: Tx) -> m.MemoryOutput:
-        start = access.get_memory(tx, call.principal, args.memory_id)
+        start = domains.get_memory(tx, call.principal, args.memory_id)
         viewer = access.viewer(tx, call.principal)
-        best: dict[int, tuple[int, float, str]] = {start.id: (0, 1.0, "")}
-        frontier = [start.id]
-        for depth in range(1, args.depth + 1):
-            reached: dict[int, tuple[int, float, str]] = {}
-            for link in tx.links_of(frontier, [ASSOCIATION]):
-                for here, there in ((link.src, link.dst), (link.dst, link.src)):
-                    if here in frontier and there not in best:
-                        strength = best[here][1] * link.strength
-                        if there not in reached or reached[there][1] < strength:
-                            reached[there] = (depth, strength, str(link.subtype))
-            visible = tx.visible_ids(viewer, list(reached), (MEMORY,), None)
-            frontier = [item for item in reached if item in visible]
-            best.update({item: reached[item] for item in frontier})
-            if not frontier:
-                break
-        ranked = sorted(
-            (item for item in best if item != start.id), key=lambda i: (best[i][0], -best[i][1], i)
-        )
-        ranked = ranked[: args.limit]
+        walked = graph.walk(tx, viewer, [start.id], [ASSOCIATION], depth=args.depth, kinds=(MEMORY,))
+        ranked = walked.found()[: args.limit]
         rows = {r.id: r for r in tx.query_items(viewer, ItemQuery(ids=ranked, limit=len(ranked) or 1))}
         related = [
             m.RelatedMemory(
-                memory=access.to_memory(rows[i]),
-                depth=best[i][0],
-                strength=round(best[i][1], 4),
-                via=best[i][2],
+                memory=domains.to_memory(rows[i]),
+                depth=walked.reached[i].depth,
+                strength=round(walked.reached[i].strength, 4),
+                via=walked.reached[i].via,
             )
             for i in ranked
             if i in rows
         ]
-        return m.MemoryOutput(action="get_related", memory=access.to_memory(start), related=related)
+        return m.MemoryOutput(
+            action="get_related",
+            memory=domains.to_memory(start),
+            related=related,
+            note=None if settled else PENDING_NOTE,
+        )
 
-    return await call.transact(work)
+    return await call.read(work)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from memhub.core.errors import conflict, forbidden, invalid, not_found
-from memhub.core.models import WRITE_ROLES, ProjectRole, Viewer
-from memhub.services.assoc import access
+from memhub.core.errors import conflict, invalid, not_found
+from memhub.core.models import ProjectRole
+from memhub.services import access
+from memhub.services.access import Need
 from memhub.services.assoc import models as m
-from memhub.services.assoc.access import MEMORY
+from memhub.services.assoc.domains import MEMORY
 from memhub.services.assoc.ids import new_session_id, parse_proj, proj_id
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ProjectRow, SessionRow, Tx
@@ -44,7 +45,7 @@ def _project_stats(tx: Tx, project_id: int) -> dict[str, Any]:
     """Counts of the project's records by kind (memory, topic, log, decision) and by domain."""
     owner = tx.get_project(project_id)
     assert owner is not None
-    viewer = Viewer(principal=owner.owner, now=tx.now)  # the owner sees every project record
+    viewer = access.eyes_of(owner.owner, tx.now)  # the owner sees every project record
     everything = ItemQuery(project_id=project_id)
     return {
         "records_by_kind": tx.group_counts(viewer, everything, "kind"),
@@ -54,22 +55,10 @@ def _project_stats(tx: Tx, project_id: int) -> dict[str, Any]:
     }
 
 
-def _member_project(tx: Tx, call: Call, project_id: str | None) -> tuple[ProjectRow, ProjectRole | None]:
+def _access(tx: Tx, call: Call, project_id: str | None, need: Need) -> access.ProjectAccess:
     if project_id is None:
         raise invalid("project_id is required")
-    pid = parse_proj(project_id)
-    row = tx.get_project(pid)
-    role = tx.member_role(pid, call.principal.id) if row else None
-    if row is None or (role is None and not access.is_admin(tx, call.principal)):
-        raise not_found(f"project {project_id} not found")
-    return row, role
-
-
-def _managed_project(tx: Tx, call: Call, project_id: str | None) -> ProjectRow:
-    row, role = _member_project(tx, call, project_id)
-    if role is not ProjectRole.OWNER and not access.is_admin(tx, call.principal):
-        raise forbidden(f"only the owner of {project_id} (or an admin) may manage its members")
-    return row
+    return access.project(tx, call.principal, parse_proj(project_id), need, label=project_id)
 
 
 async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
@@ -89,10 +78,10 @@ async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
             found = tx.list_memberships(actor.id, roles.get(args.role_filter or "", []), MAX_LIST)
             return m.ProjectOutput(action="list", projects=[_project(tx, row, role) for row, role in found])
         if args.action == "get":
-            row, role = _member_project(tx, call, args.project_id)
-            return m.ProjectOutput(action="get", project=_project(tx, row, role, detail=True))
+            seen = _access(tx, call, args.project_id, Need.INSPECT)
+            return m.ProjectOutput(action="get", project=_project(tx, seen.project, seen.role, detail=True))
         if args.action == "add_member":
-            row = _managed_project(tx, call, args.project_id)
+            row = _access(tx, call, args.project_id, Need.MANAGE).project
             if not args.user_id or args.role is None:
                 raise invalid("user_id and role are required to add a member")
             if tx.member_role(row.id, args.user_id) is ProjectRole.OWNER:
@@ -106,18 +95,17 @@ async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
             if not args.user_id:
                 raise invalid("user_id is required to remove a member")
             if args.user_id == actor.id:
-                row, _ = _member_project(tx, call, args.project_id)  # anyone may leave
+                row = _access(tx, call, args.project_id, Need.INSPECT).project  # anyone may leave
             else:
-                row = _managed_project(tx, call, args.project_id)
+                row = _access(tx, call, args.project_id, Need.MANAGE).project
             if tx.member_role(row.id, args.user_id) is ProjectRole.OWNER:
                 raise invalid("the owner cannot be removed; delete the project instead")
             if not tx.remove_member(row.id, args.user_id):
                 raise not_found(f"{args.user_id} is not a member of {args.project_id}")
             return m.ProjectOutput(action="remove_member", removed=args.user_id)
         if args.action == "update":
-            row, role = _member_project(tx, call, args.project_id)
-            if role not in WRITE_ROLES and not access.is_admin(tx, actor):
-                raise forbidden(f"viewers cannot update {args.project_id}")
+            editing = _access(tx, call, args.project_id, Need.EDIT)
+            row, role = editing.project, editing.role
             if args.name is None and args.description is None:
                 raise invalid("give name or description to update")
             new_name = args.name.strip() if args.name is not None else None
@@ -128,8 +116,8 @@ async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
                 raise conflict(f"a project named {new_name!r} already exists")
             updated = tx.update_project(row.id, new_name, args.description)
             return m.ProjectOutput(action="update", project=_project(tx, updated, role, detail=True))
-        row = _managed_project(tx, call, args.project_id)
-        held = tx.count_items(Viewer(principal=actor.id, now=tx.now), ItemQuery(project_id=row.id))
+        row = _access(tx, call, args.project_id, Need.MANAGE).project
+        held = tx.count_items(access.viewer(tx, actor), ItemQuery(project_id=row.id))
         if held and not args.force:
             raise invalid(
                 f"{args.project_id} still holds {held} records; pass force=true to delete them with it"

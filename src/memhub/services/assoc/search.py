@@ -9,91 +9,57 @@ query (most important first), similar (nearest neighbours of one memory's vector
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 import numpy as np
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
-from memhub.core.models import Scope, Viewer
+from memhub.core.models import Viewer
 from memhub.core.text import term_coverage
-from memhub.services.assoc import access, ranking
+from memhub.services import access
+from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
-from memhub.services.assoc.access import MEMORY
+from memhub.services.assoc.domains import MEMORY
 from memhub.services.assoc.ids import parse_mem, parse_proj
 from memhub.services.runtime import Call
-from memhub.store.base import ItemBrief, ItemQuery, ItemRow, Tx
+from memhub.store.base import ItemQuery, ItemRow, Tx
 
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
 ALPHA = 0.5  # vector weight in the fusion: with e5+use the best balance of LoCoMo and the ja set
-SETTLE_SECONDS = 1.0  # a search waits at most this long for the vectors of just-stored memories
 MAX_TOTAL = 1_000  # filter searches count matches up to this
+PENDING_NOTE = "vectors of memories stored just now are still being computed; search again in a moment"
 
 
 @dataclass(frozen=True)
-class Scoped:
-    """Which domains a search covers, and which project/session rows qualify within them."""
+class SearchScope:
+    """Which domains a search covers and which projects qualify, and whose session: the
+    session rule itself lives in the viewer (the store's one visibility filter)."""
 
     domains: tuple[str, ...]
-    projects: frozenset[int] | None  # None: every project the caller belongs to
-    session_id: str | None  # session memories only from this session
+    projects: tuple[int, ...] | None  # None: every project the caller belongs to
+    session_id: str | None  # session memories only from this session (None: the current one)
+
+    def viewer(self, tx: Tx, call: Call) -> Viewer:
+        return access.viewer(tx, call.principal, sessions="current", session_id=self.session_id)
 
     def restrict(self, query: ItemQuery) -> ItemQuery:
-        """The same rules as `admits`, as store filters (so SQL can order and limit)."""
-        return replace(
-            query,
-            scopes=self.domains,
-            scope_projects=sorted(self.projects) if self.projects is not None else None,
-            restrict_sessions=True,
-            session_of_scope=self.session_id,
-        )
-
-    def admits(self, row: ItemRow | ItemBrief) -> bool:
-        if row.scope not in self.domains:
-            return False
-        if row.scope == Scope.PROJECT and self.projects is not None and row.project_id not in self.projects:
-            return False
-        return not (row.scope == Scope.SESSION and row.session_id != self.session_id)
+        return replace(query, scopes=self.domains, scope_projects=self.projects)
 
 
-def scoped(
-    tx: Tx,
-    call: Call,
-    domains: Sequence[str] | None,
-    project_ids: Sequence[str] | None,
-    session_id: str | None,
-) -> Scoped:
-    session = (
-        session_id
-        if session_id is not None
-        else getattr(access.current_session(tx, call.principal), "id", None)
-    )
-    projects = frozenset(parse_proj(p) for p in project_ids) if project_ids else None
-    return Scoped(tuple(domains) if domains else m.DOMAINS, projects, session)
-
-
-ScopeFn = Callable[[Tx], Scoped]
-T = TypeVar("T")
-
-
-async def caught_up(call: Call) -> None:
-    """Read your writes: memories this process stored just before get their vectors first
-    (stores do not wait for the model; this waits at most SETTLE_SECONDS, and only then)."""
-    if call.runtime.backfill is not None:
-        await call.runtime.backfill.settle(SETTLE_SECONDS)
-
-
-def _viewer(call: Call) -> Viewer:
-    return Viewer(principal=call.principal.id, now=isoformat(call.runtime.clock.now()))
+def scope(
+    domains: Sequence[str] | None, project_ids: Sequence[str] | None, session_id: str | None
+) -> SearchScope:
+    projects = tuple(sorted({parse_proj(p) for p in project_ids})) if project_ids else None
+    return SearchScope(tuple(domains) if domains else m.DOMAINS, projects, session_id)
 
 
 async def ranked(
     call: Call,
     query: str,
     where: ItemQuery,
-    scope_of: ScopeFn,
+    scoped: SearchScope,
     limit: int,
     threshold: float,
     project_id: int | None = None,
@@ -101,9 +67,10 @@ async def ranked(
     engine = call.runtime.search
     if engine is None:
         raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
-    await caught_up(call)
+    await call.settled()
+    viewer = await call.read(lambda tx: scoped.viewer(tx, call))
     hits = await engine.search(
-        _viewer(call),
+        viewer,
         query,
         kinds=(MEMORY,),
         project_id=project_id,
@@ -120,19 +87,18 @@ async def ranked(
     cosines = [h.vector_score for h in hits if h.vector_score is not None]
     cosine_range = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
     by_id = {h.item_id: h for h in hits}
+    candidates = scoped.restrict(where)
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
-        scope = scope_of(tx)
-        viewer = access.viewer(tx, call.principal)
         # score every candidate from its brief, then read the few that are returned in full
-        briefs = tx.query_briefs(viewer, replace(where, ids=list(by_id), limit=len(by_id) or 1))
+        briefs = tx.query_briefs(viewer, replace(candidates, ids=list(by_id), limit=len(by_id) or 1))
         texts = tx.norm_texts([b.id for b in briefs if by_id[b.id].text_score is not None])
         covers = term_coverage(query)
         scored = []
         for brief in briefs:
             hit = by_id[brief.id]
             sim = ranking.similarity(embedder, hit.vector_score, hit.text_score, best_text)
-            if scope.admits(brief) and sim >= threshold:
+            if sim >= threshold:
                 coverage = covers(texts[brief.id]) if brief.id in texts else 1.0
                 rel = ranking.relevance(
                     embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, coverage
@@ -140,14 +106,12 @@ async def ranked(
                 scored.append((ranking.score(rel, brief.importance, brief.access_count), sim, brief.id))
         scored.sort(key=lambda t: (-t[0], -t[2]))
         top = scored[:limit]
-        rows = {
-            row.id: row
-            for row in tx.query_items(viewer, replace(where, ids=[i for _, _, i in top], limit=len(top) or 1))
-        }
-        memories = [access.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
+        chosen = replace(candidates, ids=[i for _, _, i in top], limit=len(top) or 1)
+        rows = {row.id: row for row in tx.query_items(viewer, chosen)}
+        memories = [domains.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
         return memories, len(scored)
 
-    return await call.transact(work)
+    return await call.read(work)
 
 
 async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
@@ -164,7 +128,7 @@ async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         call,
         args.query,
         where,
-        lambda tx: scoped(tx, call, args.include_domains, projects, args.session_id),
+        scope(args.include_domains, projects, args.session_id),
         args.limit,
         args.threshold,
         parse_proj(args.project_id) if only_project and args.project_id else None,  # candidates from it alone
@@ -198,26 +162,26 @@ async def _filtered(
     call: Call,
     args: m.SearchInput,
     queries: list[ItemQuery],
-    domains: Sequence[str] | None,
+    in_domains: Sequence[str] | None,
     projects: Sequence[str] | None,
 ) -> tuple[list[m.Memory], int]:
     """A filter search ordered in the store: the queries' results in turn, up to `limit`."""
+    scoped = scope(in_domains, projects, None)
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
-        viewer = access.viewer(tx, call.principal)
-        scope = scoped(tx, call, domains, projects, None)
+        viewer = scoped.viewer(tx, call)
         rows: list[ItemRow] = []
         for query in queries:
             seen = [r.id for r in rows]
-            found = tx.query_items(viewer, replace(scope.restrict(query), limit=args.limit + len(seen)))
+            found = tx.query_items(viewer, replace(scoped.restrict(query), limit=args.limit + len(seen)))
             rows += [r for r in found if r.id not in seen][: args.limit - len(rows)]
-        total = tx.count_items(viewer, replace(scope.restrict(queries[-1]), order="id_asc"), cap=MAX_TOTAL)
-        return [access.to_memory(r) for r in rows], total
+        total = tx.count_items(viewer, replace(scoped.restrict(queries[-1]), order="id_asc"), cap=MAX_TOTAL)
+        return [domains.to_memory(r) for r in rows], total
 
-    return await call.transact(work)
+    return await call.read(work)
 
 
-async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int]:
+async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int, str | None]:
     if args.memory_id is None:
         raise invalid("memory_id is required for a similar search")
     engine, embedding = call.runtime.search, call.runtime.embedding
@@ -226,45 +190,37 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int]
             ErrorKind.UNAVAILABLE, "similar search needs an embedder (start memhub with --embedder e5)"
         )
     item_id = parse_mem(args.memory_id)
+    where, in_domains, projects = _filters(args)
+    scoped = scope(in_domains, projects, None)
 
-    def source(tx: Tx) -> tuple[ItemRow, bytes | None]:
-        row = access.get_memory(tx, call.principal, args.memory_id)
-        return row, tx.get_vector(row.id, embedding.id)
+    def source(tx: Tx) -> tuple[ItemRow, bytes | None, Viewer]:
+        row = domains.get_memory(tx, call.principal, args.memory_id)
+        return row, tx.get_vector(row.id, embedding.id), scoped.viewer(tx, call)
 
-    await caught_up(call)
-    row, blob = await call.runtime.in_thread(lambda: _read(call, source))
+    settled = await call.settled()
+    row, blob, viewer = await call.read(source)
     vec = np.frombuffer(blob, dtype="<f4") if blob else (await embedding.embed_passages([row.body]))[0]
-    hits = await engine.nearest(_viewer(call), vec, k=args.limit * 4 + 1, kinds=(MEMORY,))
+    hits = await engine.nearest(viewer, vec, k=args.limit * 4 + 1, kinds=(MEMORY,))
     sims = {i: ranking.calibrated(embedding.id, cos) for i, cos in hits if i != item_id}
-    where, domains, projects = _filters(args)
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
-        scope = scoped(tx, call, domains, projects, None)
-        rows = tx.query_items(
-            access.viewer(tx, call.principal), replace(where, ids=list(sims), limit=len(sims) or 1)
-        )
-        kept = sorted(
-            (r for r in rows if scope.admits(r) and sims[r.id] >= args.threshold), key=lambda r: -sims[r.id]
-        )
+        rows = tx.query_items(viewer, replace(scoped.restrict(where), ids=list(sims), limit=len(sims) or 1))
+        kept = sorted((r for r in rows if sims[r.id] >= args.threshold), key=lambda r: -sims[r.id])
         chosen = kept[: args.limit]
-        return [access.to_memory(r, score=sims[r.id], similarity=sims[r.id]) for r in chosen], len(kept)
+        return [domains.to_memory(r, score=sims[r.id], similarity=sims[r.id]) for r in chosen], len(kept)
 
-    return await call.transact(work)
-
-
-def _read(call: Call, fn: Callable[[Tx], T]) -> T:
-    with call.runtime.store.transaction(write=False) as tx:
-        return fn(tx)
+    memories, total = await call.read(work)
+    return memories, total, None if settled else PENDING_NOTE
 
 
 async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
-    where, domains, projects = _filters(args)
+    where, in_domains, projects = _filters(args)
     if args.type in ("semantic", "advanced") and args.query is not None and args.query.strip():
         memories, total = await ranked(
             call,
             args.query,
             where,
-            lambda tx: scoped(tx, call, domains, projects, None),
+            scope(in_domains, projects, None),
             args.limit,
             args.threshold,
         )
@@ -276,7 +232,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
         every = replace(where, tags_all=args.tags, order="id_desc")  # memories with all the tags first
         some = replace(where, tags_any=args.tags, order="id_desc")
         memories, total = await _filtered(
-            call, args, [every, some] if len(args.tags) > 1 else [some], domains, projects
+            call, args, [every, some] if len(args.tags) > 1 else [some], in_domains, projects
         )
     elif args.type == "timerange":
         start, end = _time(args.start_time, "start_time"), _time(args.end_time, "end_time")
@@ -285,10 +241,11 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
         if start is not None and end is not None and start > end:
             raise invalid("start_time is after end_time")
         timed = replace(where, created_from=start, created_to=end, order="created_desc")
-        memories, total = await _filtered(call, args, [timed], domains, projects)
+        memories, total = await _filtered(call, args, [timed], in_domains, projects)
     elif args.type == "advanced":
         by_importance = replace(where, order="importance_desc")
-        memories, total = await _filtered(call, args, [by_importance], domains, projects)
+        memories, total = await _filtered(call, args, [by_importance], in_domains, projects)
     else:
-        memories, total = await similar(call, args)
+        memories, total, note = await similar(call, args)
+        return m.SearchOutput(type=args.type, memories=memories, total=total, note=note)
     return m.SearchOutput(type=args.type, memories=memories, total=total)

@@ -14,9 +14,10 @@ from dataclasses import replace
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import invalid
-from memhub.services.assoc import access
+from memhub.services import access
+from memhub.services.assoc import domains
 from memhub.services.assoc import models as m
-from memhub.services.assoc.access import MEMORY
+from memhub.services.assoc.domains import MEMORY
 from memhub.services.assoc.ids import mem_id, parse_proj, proj_id
 from memhub.services.assoc.memories import ASSOCIATION
 from memhub.services.assoc.render import GraphEdge, GraphNode, Rendering, Series, render_charts, render_graph
@@ -28,7 +29,7 @@ SCAN = 50_000  # memories read for charts; beyond it charts say truncated
 
 
 def _where(args: m.VisualizeInput) -> ItemQuery:
-    query = access.memories_in(args.target_domain, args.project_id, args.session_id, SCAN + 1)
+    query = domains.memories_in(args.target_domain, args.project_id, args.session_id, SCAN + 1)
     if args.time_range is not None:
         try:
             start = isoformat(parse_iso(args.time_range.start)) if args.time_range.start else None
@@ -47,7 +48,7 @@ def _label(text: str) -> str:
 def _memory_map(tx: Tx, call: Call, args: m.VisualizeInput) -> Rendering:
     if args.center_memory_id is None:
         raise invalid("center_memory_id is required for a memory_map")
-    center = access.get_memory(tx, call.principal, args.center_memory_id)
+    center = domains.get_memory(tx, call.principal, args.center_memory_id)
     viewer = access.viewer(tx, call.principal)
     seen = {center.id}
     frontier = [center.id]

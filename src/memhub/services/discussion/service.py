@@ -12,15 +12,17 @@ from memhub.core.errors import conflict, invalid, not_found
 from memhub.core.hashing import content_hash
 from memhub.core.models import Principal, Scope, Viewer
 from memhub.core.text import keyword_terms
-from memhub.services.common import current_project, project_for
+from memhub.services import access, decision_model
+from memhub.services.access import Need
 from memhub.services.discussion import models as m
 from memhub.store.base import ItemQuery, ItemRow, NewItem, ProjectRow, Tx
 
-TOPIC, LOG, DECISION = "topic", "log", "decision"
+TOPIC, LOG = "topic", "log"
+DECISION = decision_model.DECISION
 
 
 def _viewer(tx: Tx, actor: Principal) -> Viewer:
-    return Viewer(principal=actor.id, now=tx.now, session_id=actor.session_id)
+    return access.viewer(tx, actor)
 
 
 def _project(row: ProjectRow) -> m.Project:
@@ -50,14 +52,18 @@ def _log(row: ItemRow) -> m.Log:
     return m.Log(id=row.id, topic_id=row.parent_id, content=row.body, created_at=row.created_at)
 
 
-def _decision(row: ItemRow) -> m.Decision:
+def _decision(record: decision_model.DecisionRecord) -> m.Decision:
     return m.Decision(
-        id=row.id,
-        topic_id=row.parent_id,
-        decision=row.title or "",
-        reason=row.body,
-        created_at=row.created_at,
+        id=record.id,
+        topic_id=record.topic_id,
+        decision=record.title,
+        reason=record.rationale,
+        created_at=record.created_at,
     )
+
+
+def _decisions(tx: Tx, rows: list[ItemRow]) -> list[m.Decision]:
+    return [_decision(record) for record in decision_model.records(tx, rows)]
 
 
 def _get_topic(tx: Tx, actor: Principal, topic_id: int) -> ItemRow:
@@ -102,7 +108,7 @@ def get_projects(tx: Tx, actor: Principal, args: m.GetProjectsInput) -> m.Projec
 
 
 def add_topic(tx: Tx, actor: Principal, args: m.AddTopicInput) -> m.AddTopicOutput:
-    project = project_for(tx, actor, args.project_id, write=True)
+    project = access.project(tx, actor, args.project_id, Need.WRITE).project
     if args.parent_topic_id is not None:
         _topic_in_project(tx, actor, project.id, args.parent_topic_id)
     description = args.description
@@ -133,7 +139,7 @@ def add_topic(tx: Tx, actor: Principal, args: m.AddTopicInput) -> m.AddTopicOutp
 def add_log(tx: Tx, actor: Principal, args: m.AddLogInput) -> m.AddLogOutput:
     topic = _get_topic(tx, actor, args.topic_id)
     assert topic.project_id is not None
-    project_for(tx, actor, topic.project_id, write=True)
+    access.project(tx, actor, topic.project_id, Need.WRITE)
     row = tx.insert_item(
         NewItem(
             kind=LOG,
@@ -149,26 +155,24 @@ def add_log(tx: Tx, actor: Principal, args: m.AddLogInput) -> m.AddLogOutput:
 
 
 def add_decision(tx: Tx, actor: Principal, args: m.AddDecisionInput) -> m.AddDecisionOutput:
-    if args.topic_id is not None:
-        topic = _get_topic(tx, actor, args.topic_id)
+    topic = _get_topic(tx, actor, args.topic_id) if args.topic_id is not None else None
+    if topic is not None:
         assert topic.project_id is not None
-        project = project_for(tx, actor, topic.project_id, write=True)
+        project = access.project(tx, actor, topic.project_id, Need.WRITE).project
     else:
-        project = project_for(tx, actor, current_project(tx, actor).id, write=True)
-    row = tx.insert_item(
-        NewItem(
-            kind=DECISION,
-            owner=actor.id,
-            scope=Scope.PROJECT,
-            project_id=project.id,
-            parent_id=args.topic_id,
-            title=args.decision,
-            body=args.reason,
-            attrs={"origin": "discussion", "via": actor.via},
-            content_hash=content_hash(args.decision, args.reason),
-        )
+        project = access.project(tx, actor, access.current_project(tx, actor).id, Need.WRITE).project
+    row = decision_model.create(
+        tx,
+        actor,
+        project_id=project.id,
+        topic_id=args.topic_id,
+        title=args.decision,
+        rationale=args.reason,
+        # what the decision is about: its topic, else the decision itself (dedup and supersede chains)
+        target=(topic.title or args.decision) if topic is not None else args.decision,
+        origin="discussion",
     )
-    d = _decision(row)
+    d = _decision(decision_model.records(tx, [row])[0])
     return m.AddDecisionOutput(
         decision_id=d.id, topic_id=d.topic_id, decision=d.decision, reason=d.reason, created_at=d.created_at
     )
@@ -178,7 +182,7 @@ def add_decision(tx: Tx, actor: Principal, args: m.AddDecisionInput) -> m.AddDec
 
 
 def _children(tx: Tx, actor: Principal, args: m.TopicListInput, *, decided: bool | None) -> m.TopicsOutput:
-    project = project_for(tx, actor, args.project_id, write=False)
+    project = access.project(tx, actor, args.project_id, Need.READ).project
     if args.parent_topic_id is not None:
         _topic_in_project(tx, actor, project.id, args.parent_topic_id)
     rows = tx.query_items(
@@ -209,7 +213,7 @@ def get_undecided_topics(tx: Tx, actor: Principal, args: m.TopicListInput) -> m.
 
 
 def get_topic_tree(tx: Tx, actor: Principal, args: m.TopicTreeInput) -> m.TopicTreeOutput:
-    project = project_for(tx, actor, args.project_id, write=False)
+    project = access.project(tx, actor, args.project_id, Need.READ).project
     _topic_in_project(tx, actor, project.id, args.topic_id)
     rows = tx.subtree(_viewer(tx, actor), args.topic_id, TOPIC, args.limit + 1)
     truncated = len(rows) > args.limit
@@ -238,11 +242,11 @@ def get_logs(tx: Tx, actor: Principal, args: m.PageInput) -> m.LogsOutput:
 
 def get_decisions(tx: Tx, actor: Principal, args: m.PageInput) -> m.DecisionsOutput:
     rows, next_start = _page(tx, actor, args, DECISION)
-    return m.DecisionsOutput(decisions=[_decision(r) for r in rows], next_start_id=next_start)
+    return m.DecisionsOutput(decisions=_decisions(tx, rows), next_start_id=next_start)
 
 
 def _search(tx: Tx, actor: Principal, args: m.SearchInput, kind: str) -> list[ItemRow]:
-    project = project_for(tx, actor, args.project_id, write=False)
+    project = access.project(tx, actor, args.project_id, Need.READ).project
     terms = keyword_terms(args.keyword)
     if not terms:
         raise invalid("keyword must contain at least one non-space character")
@@ -257,4 +261,4 @@ def search_topics(tx: Tx, actor: Principal, args: m.SearchInput) -> m.TopicsOutp
 
 
 def search_decisions(tx: Tx, actor: Principal, args: m.SearchInput) -> m.DecisionsOutput:
-    return m.DecisionsOutput(decisions=[_decision(r) for r in _search(tx, actor, args, DECISION)])
+    return m.DecisionsOutput(decisions=_decisions(tx, _search(tx, actor, args, DECISION)))

@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -26,6 +26,12 @@ from memhub.store.sqlite.tx import SqliteTx
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+_EXCLUDABLE = {  # base.BACKUP_PARTS, removed from a backup copy
+    "memories": "DELETE FROM items WHERE kind = 'memory'",
+    "associations": "DELETE FROM links WHERE type = 'association'",
+    "sessions": "DELETE FROM sessions",
+    "projects": "DELETE FROM projects",
+}
 
 
 def _migrations() -> list[tuple[int, str, str]]:
@@ -206,12 +212,21 @@ class SqliteStore:
         self._checked = (time.monotonic(), ok)
         return ok
 
-    def backup_to(self, target: Path) -> None:
-        """A consistent copy of the live database (SQLite's online backup), safe while others write."""
+    def backup_to(self, target: Path, exclude: Sequence[str] = ()) -> None:
+        """A consistent copy of the live database (SQLite's online backup), safe while others
+        write; the `BACKUP_PARTS` named in `exclude` are then deleted from the copy."""
+        unknown = set(exclude) - set(_EXCLUDABLE)
+        if unknown:
+            raise ValueError(f"cannot leave out {sorted(unknown)}")
         destination = sqlite3.connect(target)
         try:
             with self._lock:
                 self._conn.backup(destination)
+            if exclude:
+                destination.execute("PRAGMA foreign_keys = ON")
+                with destination:
+                    for part in exclude:
+                        destination.execute(_EXCLUDABLE[part])
         finally:
             destination.close()
 

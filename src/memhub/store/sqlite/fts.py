@@ -22,8 +22,36 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import Literal
+
+from memhub.core.text import bigrams, is_cjk, search_terms
 
 TEXT_BUDGET = 5_000  # rows ranked by BM25 per query at most (~6 ms)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def match_term(term: str) -> str:
+    """One plain term (core.text.search_terms) as an FTS5 query: a word quoted, a CJK run as
+    the phrase of its bigrams (the index holds CJK text as bigrams), one CJK character as a
+    prefix (any bigram starting with it)."""
+    if is_cjk(term[0]):
+        return _quote(term) + " *" if len(term) == 1 else _quote(" ".join(bigrams(term)))
+    return _quote(term)
+
+
+def match_query(query: str, *, mode: Literal["any", "all"] = "any", max_terms: int = 32) -> str | None:
+    """A safe FTS5 MATCH expression for a user's `query`, or None when it has no searchable term.
+
+    `any` ORs the terms (ranked retrieval: BM25 rewards documents matching more of them);
+    `all` ANDs them. Stopwords are dropped in `any` mode unless nothing else is left.
+    """
+    terms = search_terms(query, drop_stopwords=(mode == "any"), max_terms=max_terms)
+    if not terms:
+        return None
+    return (" OR " if mode == "any" else " AND ").join(match_term(t) for t in terms)
 
 
 def _count(conn: sqlite3.Connection, expr: str) -> int:

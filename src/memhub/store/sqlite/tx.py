@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memhub.core.hashing import GENESIS_HASH, event_hash
@@ -20,7 +20,7 @@ from memhub.store.base import (
     LinkRow,
     NewItem,
 )
-from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, newest_cutoff, ranked
+from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
@@ -153,12 +153,11 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             ).rowcount
         return total
 
-    def touch_access(self, ids: Sequence[int]) -> None:
-        if ids:
-            self.conn.execute(
-                f"UPDATE items SET access_count = access_count + 1 WHERE id IN ({placeholders(ids)})",
-                list(ids),
-            )
+    def touch_access(self, counts: Mapping[int, int]) -> None:
+        self.conn.executemany(
+            "UPDATE items SET access_count = access_count + ? WHERE id = ?",
+            [(n, item_id) for item_id, n in counts.items() if n > 0],
+        )
 
     def get_item(self, viewer: Viewer, item_id: int, kinds: Sequence[str] = ()) -> ItemRow | None:
         cond, params = visible(viewer)
@@ -235,9 +234,6 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             listed = placeholders(query.scope_projects) or "NULL"
             where.append(f"(i.scope != 'project' OR i.project_id IN ({listed}))")
             args.extend(query.scope_projects)
-        if query.restrict_sessions:
-            where.append("(i.scope != 'session' OR i.session_id IS ?)")
-            args.append(query.session_of_scope)
         return " AND ".join(where), args
 
     def _tag_rows(self, tags: Sequence[str]) -> int:
@@ -339,20 +335,20 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
     def text_search(
         self,
         viewer: Viewer,
-        match: str | Sequence[str],
+        terms: Sequence[str],
         kinds: Sequence[str],
         project_id: int | None,
         limit: int,
         budget: int = TEXT_BUDGET,
     ) -> list[tuple[int, float]]:
-        """(item id, BM25 relevance >= 0, higher is better) for MATCH terms from core.text, OR-ed;
-        at most ~`budget` matching rows are ranked (store/sqlite/fts.py)."""
-        terms = [match] if isinstance(match, str) else list(match)
-        if not terms or limit <= 0:
+        """(item id, BM25 relevance >= 0, higher is better) for plain `terms`, OR-ed; at most
+        ~`budget` matching rows are ranked (store/sqlite/fts.py)."""
+        matches = [match_term(term) for term in terms if term]
+        if not matches or limit <= 0:
             return []
-        expr, min_rowid = bounded_match(self.conn, terms, budget)
+        expr, min_rowid = bounded_match(self.conn, matches, budget)
         hits = self._ranked_visible(viewer, expr, min_rowid, kinds, project_id, limit)
-        full = " OR ".join(terms)
+        full = " OR ".join(matches)
         if len(hits) < limit and expr != full:  # the rare terms found too few for this viewer
             more = self._ranked_visible(
                 viewer, full, newest_cutoff(self.conn, full, budget), kinds, project_id, limit
@@ -437,27 +433,39 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
     def max_item_id(self) -> int:
         return int(self.conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()[0])
 
-    def put_vector(self, item_id: int, embedder: str, vec: bytes, dim: int) -> None:
-        self.conn.execute(
-            "INSERT INTO vectors(item_id, embedder, dim, vec) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT(item_id, embedder) DO UPDATE SET dim = excluded.dim, vec = excluded.vec",
-            (item_id, embedder, dim, vec),
+    def vector_count(self, embedder: str) -> int:
+        return int(
+            self.conn.execute("SELECT count(*) FROM vectors WHERE embedder = ?", (embedder,)).fetchone()[0]
         )
+
+    def put_vector(self, item_id: int, embedder: str, vec: bytes, dim: int) -> bool:
+        stored = self.conn.execute(
+            "INSERT INTO vectors(item_id, embedder, dim, vec) SELECT ?, ?, ?, ?"
+            " WHERE EXISTS (SELECT 1 FROM items WHERE id = ?)"
+            " ON CONFLICT(item_id, embedder) DO UPDATE SET dim = excluded.dim, vec = excluded.vec",
+            (item_id, embedder, dim, vec, item_id),
+        ).rowcount
+        if not stored:
+            return False  # deleted while it was being embedded
         self.conn.execute(
             "INSERT INTO vector_log(item_id, embedder, op) VALUES (?, ?, 'put')", (item_id, embedder)
         )
+        return True
 
     # -- audit ----------------------------------------------------------------------------
 
-    def append_event(self, principal: str, tool: str, outcome: str, detail: dict[str, Any]) -> EventRow:
-        """Append to the hash chain. Runs inside a write transaction, so the chain stays linear
-        even when several processes write to one file."""
+    def append_event(
+        self, principal: str, tool: str, outcome: str, detail: dict[str, Any], at: str | None = None
+    ) -> EventRow:
+        """Append to the hash chain. Runs inside a write transaction (`BEGIN IMMEDIATE` holds
+        the file's writer lock), so the chain stays linear even when several processes write."""
+        when = at or self.now
         last = self.conn.execute("SELECT hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
         prev = last[0] if last else GENESIS_HASH
-        digest = event_hash(prev, self.now, principal, tool, outcome, detail)
+        digest = event_hash(prev, when, principal, tool, outcome, detail)
         row = self.conn.execute(
             "INSERT INTO events(at, principal, tool, outcome, detail, prev_hash, hash)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (self.now, principal, tool, outcome, json.dumps(detail, ensure_ascii=False), prev, digest),
+            (when, principal, tool, outcome, json.dumps(detail, ensure_ascii=False), prev, digest),
         ).fetchone()
-        return EventRow(row[0], self.now, principal, tool, outcome, detail, prev, digest)
+        return EventRow(row[0], when, principal, tool, outcome, detail, prev, digest)

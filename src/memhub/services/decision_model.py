@@ -1,0 +1,145 @@
+"""One decision model for every toolset that records or reads decisions (seeds 002 and 004).
+
+A decision is an `items` row of kind `decision` in project scope: `title` is the decision,
+`body` its rationale (seed 004's reason), `parent_id` the topic it closes (if any), and
+`attrs` hold the `target` (what the decision is about: the key of dedup and supersede
+chains), `origin` (which toolset wrote it), `via` ("mcp": an agent; "cli": a person) and
+`consequences`. Its text never changes: status is derived, not stored.
+
+Status: `superseded` when a later decision links to it with `supersedes`, `deprecated`
+when a `deprecates` link points at it, `draft` when it was recorded as a draft, else
+`active`. A `supersedes` link goes from the new decision to the one it replaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memhub.core.hashing import content_hash
+from memhub.core.models import Principal, Scope
+from memhub.store.base import ItemRow, NewItem, Tx
+
+DECISION = "decision"
+SUPERSEDES = "supersedes"  # new decision -> the decision it replaces
+DEPRECATES = "deprecates"  # a deprecation record -> the decision it retires
+STATUSES = ("active", "superseded", "deprecated", "draft")
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    id: int
+    project_id: int | None
+    topic_id: int | None
+    title: str
+    rationale: str
+    target: str
+    status: str
+    supersedes: tuple[int, ...]
+    superseded_by: tuple[int, ...]
+    author: str
+    via: str  # "mcp" (an agent) or "cli" (a person)
+    origin: str  # the toolset that recorded it
+    created_at: str
+    consequences: str | None = None
+
+    @property
+    def human(self) -> bool:
+        return self.via != "mcp"
+
+
+def target_of(row: ItemRow) -> str:
+    """What the decision is about. Decisions recorded before targets existed fall back to
+    their own text."""
+    target = row.attrs.get("target")
+    return str(target) if target else (row.title or "")
+
+
+def create(
+    tx: Tx,
+    actor: Principal,
+    *,
+    project_id: int,
+    title: str,
+    rationale: str,
+    target: str,
+    origin: str,
+    topic_id: int | None = None,
+    consequences: str | None = None,
+    draft: bool = False,
+    supersedes: Sequence[int] = (),
+) -> ItemRow:
+    """Record one decision (and its `supersedes` links) in the caller's transaction."""
+    attrs: dict[str, Any] = {"origin": origin, "via": actor.via, "target": target}
+    if consequences is not None:
+        attrs["consequences"] = consequences
+    if draft:
+        attrs["draft"] = True
+    row = tx.insert_item(
+        NewItem(
+            kind=DECISION,
+            owner=actor.id,
+            scope=Scope.PROJECT,
+            project_id=project_id,
+            parent_id=topic_id,
+            title=title,
+            body=rationale,
+            attrs=attrs,
+            content_hash=content_hash(title, rationale),
+        )
+    )
+    for old in supersedes:
+        tx.upsert_link(row.id, old, SUPERSEDES, None, 1.0)
+    return row
+
+
+def records(tx: Tx, rows: Sequence[ItemRow]) -> list[DecisionRecord]:
+    """Decision rows with their derived status and supersede links, in the given order."""
+    ids = [row.id for row in rows]
+    links = tx.links_of(ids, [SUPERSEDES, DEPRECATES]) if ids else []
+    supersedes: dict[int, list[int]] = {i: [] for i in ids}
+    superseded_by: dict[int, list[int]] = {i: [] for i in ids}
+    deprecated: set[int] = set()
+    for link in links:
+        if link.type == SUPERSEDES:
+            if link.src in supersedes:
+                supersedes[link.src].append(link.dst)
+            if link.dst in superseded_by:
+                superseded_by[link.dst].append(link.src)
+        elif link.dst in superseded_by:
+            deprecated.add(link.dst)
+    return [
+        _record(row, sorted(supersedes[row.id]), sorted(superseded_by[row.id]), row.id in deprecated)
+        for row in rows
+    ]
+
+
+def _record(
+    row: ItemRow, supersedes: list[int], superseded_by: list[int], deprecated: bool
+) -> DecisionRecord:
+    if superseded_by:
+        status = "superseded"
+    elif deprecated:
+        status = "deprecated"
+    elif row.attrs.get("draft"):
+        status = "draft"
+    else:
+        status = "active"
+    consequences = row.attrs.get("consequences")
+    return DecisionRecord(
+        id=row.id,
+        project_id=row.project_id,
+        topic_id=row.parent_id,
+        title=row.title or "",
+        rationale=row.body,
+        target=target_of(row),
+        status=status,
+        supersedes=tuple(supersedes),
+        superseded_by=tuple(superseded_by),
+        author=row.owner,
+        via=str(row.attrs.get("via", "mcp")),
+        origin=str(row.attrs.get("origin", "discussion")),
+        created_at=row.created_at,
+        consequences=str(consequences) if consequences is not None else None,
+    )

@@ -1,0 +1,191 @@
+"""Operations on the whole store, for every interface: the `admin` tool and the CLI.
+
+health, statistics, online backup (with parts left out), verified restore, reindex (text
+and vectors, with progress), orphan cleanup. What only a file-backed store can do is asked
+of its optional protocols (store/base.py); a store without one says so clearly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid, not_found
+from memhub.services.runtime import Runtime
+from memhub.store.base import BACKUP_PARTS, Backups, Checks, FileSize
+
+HEALTH_CHECK_MAX_AGE_S = 300.0  # health re-reads the whole file at most this often
+REPORT_SECONDS = 1.0  # progress of a reindex is reported this often
+REINDEX_BATCH = 64
+
+Report = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+async def _silent(done: float, total: float | None, message: str | None = None) -> None:
+    return None
+
+
+def _backups(runtime: Runtime) -> Backups:
+    if not isinstance(runtime.store, Backups):
+        raise MemhubError(ErrorKind.UNAVAILABLE, "this store does not support backups")
+    return runtime.store
+
+
+async def health(runtime: Runtime) -> tuple[str, dict[str, Any]]:
+    """(status "ok"/"degraded", details). Vectors are counted in the store, not the index."""
+    store, embedding = runtime.store, runtime.embedding
+    ok = True
+    if isinstance(store, Checks):
+        ok = await runtime.in_thread(partial(store.quick_check, HEALTH_CHECK_MAX_AGE_S))
+
+    def vectors() -> int:
+        with store.transaction(write=False) as tx:
+            return tx.vector_count(embedding.id) if embedding is not None else 0
+
+    details: dict[str, Any] = {
+        "database": "ok" if ok else "corrupt",
+        "schema_version": store.schema_version(),
+        "embedder": embedding.id if embedding else None,
+        "embedder_ready": embedding.ready if embedding else None,
+        "embedder_queue": embedding.queue_depth if embedding else 0,
+        "vectors_indexed": await runtime.in_thread(vectors),
+    }
+    backfill = runtime.backfill
+    details["vectors_pending"] = backfill is not None and backfill.running and backfill.pending
+    if embedding is not None and embedding.error:
+        details["embedder_error"] = embedding.error
+    status = "ok" if ok and (embedding is None or embedding.error is None) else "degraded"
+    return status, details
+
+
+async def stats(runtime: Runtime) -> dict[str, Any]:
+    def counts() -> dict[str, int]:
+        with runtime.store.transaction(write=False) as tx:
+            return tx.table_counts()
+
+    details: dict[str, Any] = {"tables": await runtime.in_thread(counts), "database": runtime.store.location}
+    if isinstance(runtime.store, FileSize):
+        details["database_bytes"] = runtime.store.file_size()
+    return details
+
+
+def backup_path(runtime: Runtime, given: str | None, *, default_name: str | None) -> Path:
+    """Where a backup goes: a relative path lands in `$MEMHUB_HOME/backups/`."""
+    if given is None or not given.strip():
+        if default_name is None:
+            raise invalid("backup_path is required")
+        return (runtime.home or Path.cwd()) / "backups" / default_name
+    path = Path(given).expanduser()
+    if not path.is_absolute():
+        path = (runtime.home or Path.cwd()) / "backups" / path
+    return path
+
+
+def default_backup_name(clock_seconds: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(clock_seconds))
+    return f"memhub-{stamp}.db"
+
+
+async def backup(
+    runtime: Runtime, path: Path, *, exclude: Sequence[str] = (), force: bool = False
+) -> dict[str, Any]:
+    """An online backup at `path` (written beside it, then renamed: never half a file)."""
+    store = _backups(runtime)
+    unknown = sorted(set(exclude) - set(BACKUP_PARTS))
+    if unknown:
+        raise invalid(f"cannot leave out {unknown}; parts: {', '.join(BACKUP_PARTS)}")
+    if path.exists() and path.is_dir():
+        raise invalid(f"{path} is a directory")
+    if path.exists() and not force:
+        raise conflict(f"{path} exists; pass force=true to overwrite it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise invalid(f"cannot create {path.parent}: {exc.strerror}") from None
+    partial_file = path.with_name(path.name + ".partial")
+    try:
+        await runtime.in_thread(lambda: store.backup_to(partial_file, exclude))
+        partial_file.replace(path)
+    except OSError as exc:
+        partial_file.unlink(missing_ok=True)
+        raise MemhubError(ErrorKind.STORAGE, f"backup failed: {exc.strerror}") from None
+    return {"path": str(path), "bytes": path.stat().st_size, "excluded": sorted(exclude)}
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    path: Path
+    restored: bool
+
+
+async def restore(runtime: Runtime, path: Path, *, apply: bool) -> RestoreResult:
+    """Verify `path`; with `apply`, replace the live store's content with it."""
+    store = _backups(runtime)
+    if not path.is_file():
+        raise not_found(f"backup {path} not found")
+    problems = await runtime.in_thread(lambda: store.verify_backup(path))
+    if problems:
+        raise invalid(f"{path} cannot be restored: {'; '.join(problems)}")
+    if not apply:
+        return RestoreResult(path, False)
+    await runtime.in_thread(runtime.deferred.flush)  # the current file's pending events first
+    await runtime.in_thread(lambda: store.restore_from(path))
+    if runtime.search is not None and runtime.search.vectors is not None:
+        await runtime.in_thread(runtime.search.vectors.reset)
+    if runtime.backfill is not None:
+        runtime.backfill.reset()
+    return RestoreResult(path, True)
+
+
+async def reindex(runtime: Runtime, report: Report = _silent) -> dict[str, Any]:
+    """Rebuild the text index and re-embed every item with the current embedder."""
+    started = time.perf_counter()
+    embedding, backfill = runtime.embedding, runtime.backfill
+    embedder = embedding.id if embedding else None
+
+    def rebuild() -> tuple[int, int]:
+        with runtime.store.transaction(write=True) as tx:
+            return tx.reindex_text(), tx.drop_vectors(embedder) if embedder else 0
+
+    texts, dropped = await runtime.in_thread(rebuild)
+    embedded = 0
+    if backfill is not None and embedding is not None:
+        backfill.reset()
+        backfill.notify()
+        await report(0, texts, "embedding")
+        count = partial(_vectors, runtime, embedding.id)
+        if backfill.running:  # the running backfill re-embeds (it was told the vectors went)
+            while not await backfill.settle(REPORT_SECONDS):
+                embedded = await runtime.in_thread(count)
+                await report(embedded, texts, f"embedded {embedded} of {texts}")
+            embedded = await runtime.in_thread(count)
+        else:
+            while batch := await backfill.run_once(REINDEX_BATCH):
+                embedded += batch
+                await report(embedded, texts, f"embedded {embedded} of {texts}")
+    return {
+        "text_indexed": texts,
+        "vectors_dropped": dropped,
+        "vectors_embedded": embedded,
+        "embedder": embedder,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def _vectors(runtime: Runtime, embedder: str) -> int:
+    with runtime.store.transaction(write=False) as tx:
+        return tx.vector_count(embedder)
+
+
+async def cleanup_orphans(runtime: Runtime) -> dict[str, int]:
+    embedder = runtime.embedding.id if runtime.embedding else None
+
+    def run() -> dict[str, int]:
+        with runtime.store.transaction(write=True) as tx:
+            return tx.cleanup_orphans(embedder)
+
+    return await runtime.in_thread(run)

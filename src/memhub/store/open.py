@@ -1,0 +1,34 @@
+"""`open_store(url)`: the one factory that turns a database location into a `Store`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memhub.core.clock import Clock
+from memhub.core.errors import ErrorKind, MemhubError
+from memhub.store.base import Store
+
+SCHEMES = ("sqlite", "postgresql")
+
+
+def open_store(url: str | Path, *, clock: Clock | None = None) -> Store:
+    """A store for `url`: a file path or `sqlite:///path` opens the embedded SQLite backend;
+    `postgresql://…` names the scale-out backend (not built yet: a clear error, not a guess)."""
+    text = str(url)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "sqlite", text
+    elif scheme == "sqlite":
+        rest = rest.removeprefix("/") if rest.startswith("//") else rest  # sqlite:////abs -> /abs
+    if scheme == "sqlite":
+        from memhub.store.sqlite import SqliteStore
+
+        if not rest:
+            raise ValueError("a SQLite location needs a file path")
+        return SqliteStore(Path(rest).expanduser(), clock=clock)
+    if scheme in ("postgresql", "postgres"):
+        raise MemhubError(
+            ErrorKind.UNAVAILABLE,
+            "the PostgreSQL backend is not available in this version; use a SQLite file (--db PATH)",
+        )
+    raise ValueError(f"unknown database scheme {scheme!r}; expected a path or one of {', '.join(SCHEMES)}://")
