@@ -62,3 +62,23 @@ def test_modules_stay_small() -> None:
         if (n := len(p.read_text().splitlines())) > 600
     ]
     assert not big, big
+
+
+def test_only_the_sqlite_backend_imports_sqlite3() -> None:
+    """Everything above the store speaks the Store protocols, so a second backend can replace it."""
+    offenders = []
+    backend = SRC / "store" / "sqlite"
+    for path in SRC.rglob("*.py"):
+        if backend in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(name == "sqlite3" or name.startswith("sqlite3.") for name in names):
+                offenders.append(str(path.relative_to(SRC)))
+    assert not offenders, offenders

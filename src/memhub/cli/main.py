@@ -14,6 +14,7 @@ import anyio
 from memhub import __version__
 from memhub.audit.chain import verify_chain
 from memhub.auth.identity import key_hash, new_key
+from memhub.cli import ops as cli_ops
 from memhub.cli.container import Container, build_container
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         serve.add_argument(f"--{name}", dest=f"serve_{name}", help=argparse.SUPPRESS)
 
     commands.add_parser("doctor", help="verify the database and the audit chain")
+    cli_ops.add_parsers(commands)
     return parser
 
 
@@ -169,8 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         container = build_container(settings)
-    except MemhubError as exc:
-        print(f"memhub: {exc.message}", file=sys.stderr)
+    except (MemhubError, ValueError) as exc:
+        print(f"memhub: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return 2
     try:
         if args.command == "serve":
@@ -178,7 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "apikey":
             return _apikey(container, args)
+        if args.command in cli_ops.COMMANDS:
+            return anyio.run(cli_ops.run, container, args)
         return _doctor(container)
+    except MemhubError as exc:
+        print(f"memhub: {exc.message}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     finally:

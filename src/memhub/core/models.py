@@ -35,14 +35,10 @@ class Principal:
     """The caller of a tool: a local user (stdio), an API-key holder (HTTP) or a person at the CLI."""
 
     id: str
-    role: GlobalRole = GlobalRole.MEMBER
+    role: GlobalRole = GlobalRole.MEMBER  # a snapshot for display; access.is_admin reads the store
     via: str = "mcp"  # "mcp" writes are agent writes; "cli"/"dashboard" writes are human
     session_id: str | None = None
     default_project: str | None = None
-
-    @property
-    def is_admin(self) -> bool:
-        return self.role is GlobalRole.ADMIN
 
 
 class Boundary(StrEnum):

@@ -20,6 +20,7 @@ from memhub.services.assoc.ids import parse_proj
 from memhub.services.runtime import Call
 from memhub.store.base import BACKUP_PARTS, ItemQuery, Tx
 
+
 async def _require_admin(call: Call) -> None:
     if not await call.read(lambda tx: access.is_admin(tx, call.principal)):
         raise forbidden("this action needs the admin role")

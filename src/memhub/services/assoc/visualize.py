@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import invalid
-from memhub.services import access
+from memhub.services import access, graph
 from memhub.services.assoc import domains
 from memhub.services.assoc import models as m
 from memhub.services.assoc.domains import MEMORY
@@ -50,30 +50,16 @@ def _memory_map(tx: Tx, call: Call, args: m.VisualizeInput) -> Rendering:
         raise invalid("center_memory_id is required for a memory_map")
     center = domains.get_memory(tx, call.principal, args.center_memory_id)
     viewer = access.viewer(tx, call.principal)
-    seen = {center.id}
-    frontier = [center.id]
-    edges: dict[tuple[int, int, str], float] = {}
-    for _ in range(args.depth):
-        links = [lk for lk in tx.links_of(frontier, [ASSOCIATION])]
-        reachable = tx.visible_ids(
-            viewer, list({lk.src for lk in links} | {lk.dst for lk in links}), (MEMORY,), None
-        )
-        nxt = []
-        for link in links:
-            if link.src in reachable and link.dst in reachable:
-                edges[(link.src, link.dst, str(link.subtype))] = link.strength
-                for node in (link.src, link.dst):
-                    if node not in seen and len(seen) < MAP_NODES:
-                        seen.add(node)
-                        nxt.append(node)
-        frontier = nxt
-        if not frontier:
-            break
-    rows = {r.id: r for r in tx.query_items(viewer, ItemQuery(ids=sorted(seen), limit=len(seen)))}
+    walked = graph.walk(
+        tx, viewer, [center.id], [ASSOCIATION], depth=args.depth, kinds=(MEMORY,), max_nodes=MAP_NODES
+    )
+    seen = sorted(walked.reached)
+    rows = {r.id: r for r in tx.query_items(viewer, ItemQuery(ids=seen, limit=len(seen)))}
     nodes = [
         GraphNode(mem_id(r.id), _label(r.body), "center" if r.id == center.id else r.scope, r.importance)
         for r in sorted(rows.values(), key=lambda r: (r.id != center.id, r.id))
     ]
+    edges = {(e.src, e.dst, str(e.subtype)): e.strength for e in walked.edges.values()}
     graph_edges = [
         GraphEdge(mem_id(s), mem_id(d), kind, w)
         for (s, d, kind), w in edges.items()

@@ -1,0 +1,109 @@
+"""The operations a person runs from the shell: backup, restore, reindex, export, import.
+
+They go through the same services as the `admin` and `memory_manage` tools (services/ops.py,
+the assoc manage service), as a human principal (`via="cli"`), with progress bars on stderr.
+Paths are the person's own: relative to the working directory, anywhere they may write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from memhub.cli.container import Container
+from memhub.cli.progress import ProgressBar
+from memhub.services import ops
+from memhub.services.assoc import manage
+from memhub.services.assoc import models as m
+from memhub.services.runtime import Call
+from memhub.store.base import BACKUP_PARTS
+
+COMMANDS = ("backup", "restore", "reindex", "export", "import")
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    backup = commands.add_parser("backup", help="take an online backup of the store")
+    backup.add_argument(
+        "path", nargs="?", help="backup file (default: $MEMHUB_HOME/backups/memhub-<time>.db)"
+    )
+    backup.add_argument(
+        "--exclude", default="", help=f"comma list of parts to leave out: {', '.join(BACKUP_PARTS)}"
+    )
+    backup.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+    restore = commands.add_parser("restore", help="replace the store's content with a verified backup")
+    restore.add_argument("path", help="backup file")
+    restore.add_argument("--check", action="store_true", help="only verify the backup")
+
+    commands.add_parser("reindex", help="rebuild the text index and re-embed every item")
+
+    export = commands.add_parser("export", help="export memories (json is lossless and re-importable)")
+    export.add_argument("--format", choices=["json", "csv", "markdown"], default="json")
+    export.add_argument("--domain", choices=list(m.DOMAINS), help="only this domain")
+    export.add_argument("--project-id", help="only this project (proj_…)")
+    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+
+    imported = commands.add_parser("import", help="import a json export (all or nothing)")
+    imported.add_argument("path", help="file written by `memhub export` (or a JSON array of memories)")
+
+
+def _call(container: Container, tool: str, progress: ProgressBar | None = None) -> Call:
+    person = replace(container.principal, via="cli")
+    return Call(container.runtime, person, f"cli.{tool}", progress=progress)
+
+
+async def run(container: Container, args: argparse.Namespace) -> int:
+    runtime = container.runtime
+    if args.command == "backup":
+        exclude = [part.strip() for part in args.exclude.split(",") if part.strip()]
+        path = (
+            Path(args.path).expanduser()
+            if args.path
+            else ops.backup_path(runtime, None, default_name=ops.default_backup_name())
+        )
+        done = await ops.backup(runtime, path.absolute(), exclude=exclude, force=args.force)
+        await _call(container, "backup").record("ok")
+        print(json.dumps(done, ensure_ascii=False))
+        return 0
+    if args.command == "restore":
+        result = await ops.restore(runtime, Path(args.path).expanduser().absolute(), apply=not args.check)
+        await _call(container, "restore").record("ok")
+        print(f"{'restored' if result.restored else 'verified'} {result.path}")
+        return 0
+    if args.command == "reindex":
+        bar = ProgressBar("reindex")
+        if runtime.embedding is not None:
+            await runtime.embedding.load()
+        try:
+            details = await ops.reindex(runtime, bar)
+        finally:
+            bar.close()
+        await _call(container, "reindex").record("ok")
+        print(json.dumps(details, ensure_ascii=False))
+        return 0
+    if args.command == "export":
+        query = {"action": "export", "export_format": args.format, "target_domain": args.domain}
+        if args.project_id:
+            query["project_id"] = args.project_id
+        out = await manage.manage(_call(container, "export"), m.ManageInput.model_validate(query))
+        text = out.data or ""
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+            print(f"exported {out.count} memories to {args.output}", file=sys.stderr)
+        else:
+            sys.stdout.write(text + "\n")
+        return 0
+    bar = ProgressBar("import")
+    data = Path(args.path).read_text(encoding="utf-8")
+    try:
+        out = await manage.manage(
+            _call(container, "import", bar),
+            m.ManageInput.model_validate({"action": "import", "import_data": data}),
+        )
+    finally:
+        bar.close()
+    print(f"imported {out.count} memories", file=sys.stderr)
+    return 0
