@@ -85,9 +85,17 @@ def validation_message(exc: ValidationError) -> str:
 
 
 def _result(body: dict[str, Any], *, error: bool) -> CallToolResult:
+    """A result whose text is the JSON body; only a success carries it as structuredContent.
+
+    An error body does not match the tool's outputSchema, and clients validate any
+    structuredContent they get against it (the TypeScript SDK rejects the whole result), so
+    an error travels as `isError: true` with the body in its text content only.
+    """
     text = json.dumps(body, ensure_ascii=False)
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=body, is_error=error
+        content=[TextContent(type="text", text=text)],
+        structured_content=None if error else body,
+        is_error=error,
     )
 
 
