@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from memhub.services.common import ItemId, Output, RequiredText, SafeText, StrictInput
+from memhub.services.common import Envelope, ItemId, Output, RequiredText, SafeText, StrictInput
 
 MAX_PROJECTS = 30
 MAX_TOPICS = 10
@@ -121,7 +121,7 @@ class Project(Output):
     created_at: str
 
 
-class AddProjectOutput(Output):
+class AddProjectOutput(Envelope):
     project_id: int
     name: str
     description: str | None
@@ -129,7 +129,7 @@ class AddProjectOutput(Output):
     created_at: str
 
 
-class ProjectsOutput(Output):
+class ProjectsOutput(Envelope):
     projects: list[Project]
 
 
@@ -142,7 +142,7 @@ class Topic(Output):
     created_at: str
 
 
-class AddTopicOutput(Output):
+class AddTopicOutput(Envelope):
     topic_id: int
     project_id: int
     title: str
@@ -151,7 +151,7 @@ class AddTopicOutput(Output):
     created_at: str
 
 
-class TopicsOutput(Output):
+class TopicsOutput(Envelope):
     topics: list[Topic]
 
 
@@ -173,14 +173,14 @@ class Log(Output):
     created_at: str
 
 
-class AddLogOutput(Output):
+class AddLogOutput(Envelope):
     log_id: int
     topic_id: int
     content: str
     created_at: str
 
 
-class LogsOutput(Output):
+class LogsOutput(Envelope):
     logs: list[Log]
     next_start_id: int | None = Field(description="Pass as start_id for the next page; null at the end.")
 
@@ -193,7 +193,7 @@ class Decision(Output):
     created_at: str
 
 
-class AddDecisionOutput(Output):
+class AddDecisionOutput(Envelope):
     decision_id: int
     topic_id: int | None
     decision: str
@@ -201,6 +201,6 @@ class AddDecisionOutput(Output):
     created_at: str
 
 
-class DecisionsOutput(Output):
+class DecisionsOutput(Envelope):
     decisions: list[Decision]
     next_start_id: int | None = None
