@@ -101,6 +101,7 @@ def test_tools_list(report: dict[str, Any]) -> None:
     assert len(names) == 20 and {"get-topics", "add-decision", "memory", "search"} <= names
     for tool in tools:
         assert tool["inputSchema"]["type"] == "object", tool["name"]
+        assert tool.get("title"), tool["name"]
 
 
 def test_successful_calls_validate_against_the_output_schema(report: dict[str, Any]) -> None:

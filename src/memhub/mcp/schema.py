@@ -2,7 +2,8 @@
 
 pydantic nests models through `$ref` into `$defs`. A definition used once is inlined (one
 lookup less for validators such as `jsonschema`); one used more than once, or recursively
-(a topic tree), stays in `$defs` so `tools/list` does not repeat it. `title`s are dropped.
+(a topic tree), stays in `$defs` so `tools/list` does not repeat it. `title`s and
+`additionalProperties: true` (the default) are dropped.
 Nullable values keep pydantic's `anyOf: [{type: X}, {type: null}]`: a `type` array is legal
 JSON Schema but clients that map schemas onto a single-`type` dialect reject or mangle it.
 """
@@ -75,6 +76,8 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
                 return walk(merged)
         out = {k: walk(v) for k, v in node.items() if k not in ("title", "$defs", "properties")}
+        if out.get("additionalProperties") is True:  # the default
+            del out["additionalProperties"]
         if isinstance(node.get("properties"), dict):
             out["properties"] = {name: walk(sub) for name, sub in node["properties"].items()}
         return out

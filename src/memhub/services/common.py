@@ -58,10 +58,20 @@ def optional_means_absent(schema: dict[str, Any]) -> None:
             prop["anyOf"] = branches
 
 
+def input_schema(schema: dict[str, Any]) -> None:
+    """`json_schema_extra` for tool inputs: optional means absent, and no `additionalProperties`.
+
+    Unknown properties are still rejected (with a message naming them); publishing that on
+    every object costs `tools/list` more than it tells a caller who reads `properties`.
+    """
+    optional_means_absent(schema)
+    schema.pop("additionalProperties", None)
+
+
 class StrictInput(BaseModel):
     """Tool input: unknown properties and silently coerced types are errors, not guesses."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=optional_means_absent)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=input_schema)
 
 
 def open_output(schema: dict[str, Any]) -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from memhub.services.common import SafeText, envelope_only, open_output, optional_means_absent
+from memhub.services.common import SafeText, envelope_only, input_schema, open_output, optional_means_absent
 
 Domain = Literal["global", "user", "project", "session"]
 DOMAINS: tuple[Domain, ...] = ("global", "user", "project", "session")
@@ -27,19 +27,20 @@ MAX_IDS = 1_000
 IMPORT_CHARS = 16_000_000
 
 Tag = Annotated[SafeText, Field(min_length=1, max_length=64)]
-Short = Annotated[SafeText, Field(max_length=SHORT)]
+# ids, names and dates: the length limit is enforced, not published (no real value gets near it)
+Short = Annotated[SafeText, Field(max_length=SHORT), WithJsonSchema({"type": "string"})]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Maximum results.")]
 Threshold = Annotated[
     float,
     Field(
         ge=0,
         le=1,
-        description="Minimum similarity 0-1, calibrated so 0.7 keeps most real answers; lower it for more.",
+        description="Minimum calibrated similarity; 0.7 keeps most real answers.",
     ),
 ]
 Depth = Annotated[int, Field(ge=1, le=5, description="Association hops to follow.")]
-ProjectRef = Annotated[SafeText, Field(max_length=SHORT, description="Project ID (proj_…).")]
-SessionRef = Annotated[SafeText, Field(max_length=SHORT, description="Session ID (sess_…).")]
+ProjectRef = Annotated[Short, WithJsonSchema({"type": "string", "description": "Project ID (proj_…)."})]
+SessionRef = Annotated[Short, WithJsonSchema({"type": "string", "description": "Session ID (sess_…)."})]
 
 
 def _output_schema(schema: dict[str, Any]) -> None:
@@ -55,7 +56,7 @@ def _envelope(schema: dict[str, Any]) -> None:
 class Input(BaseModel):
     """Unknown properties are errors; numbers may be sent as JSON numbers (seed type `number`)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=optional_means_absent)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=input_schema)
 
 
 class Output(BaseModel):
@@ -69,24 +70,23 @@ class Output(BaseModel):
 
 class MemoryInput(Input):
     action: Literal["store", "search", "get", "get_related", "update", "delete"] = Field(
-        description="store (content, domain), search (query), get, get_related (associated memories, "
-        "depth), update, delete (memory_id)."
+        description="store (content, domain), search (query), get, get_related (follow associations), "
+        "update, delete (memory_id)."
     )
-    memory_id: Short | None = Field(None, description="Memory ID (get, get_related, update, delete).")
+    memory_id: Short | None = Field(None, description="Memory ID (mem_…).")
     content: Annotated[SafeText, Field(max_length=CONTENT_CHARS)] | None = Field(
-        None, description="Content to remember (store, update)."
+        None, description="Text to remember."
     )
     query: Annotated[SafeText, Field(max_length=QUERY_CHARS)] | None = Field(
-        None, description="Query (search)."
+        None, description="What to find, in Japanese or English."
     )
     domain: Domain | None = Field(
         None,
-        description="store: global (everyone sees it), user (only you), project (its members), "
-        "session (your current session).",
+        description="global (everyone), user (only you), project (its members), session (this session).",
     )
-    include_domains: list[Domain] | None = Field(None, description="Domains to search (default: all).")
-    project_id: ProjectRef | None = Field(None, description="Project ID (proj_…): the project domain's.")
-    session_id: SessionRef | None = Field(None, description="Session ID (sess_…); default: current session.")
+    include_domains: list[Domain] | None = Field(None, description="search: where to look (default: all).")
+    project_id: ProjectRef | None = Field(None, description="Project ID (proj_…) of the project domain.")
+    session_id: SessionRef | None = Field(None, description="Session ID (sess_…); default: the current one.")
     tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None = Field(None, description="Tags to attach.")
     category: Short | None = Field(None, description="One category, e.g. 'decision'.")
     importance: float | None = Field(None, ge=0, le=1, description="Importance 0-1 (default 0.5).")
@@ -94,17 +94,17 @@ class MemoryInput(Input):
     threshold: Threshold = 0.7
     depth: Depth = 2
     related_memory_ids: Annotated[list[Short], Field(max_length=50)] | None = Field(
-        None, description="Manual associations to create (store, update)."
+        None, description="Memory IDs to associate with it."
     )
-    metadata: dict[str, Any] | None = Field(None, description="Free-form JSON object (store, update).")
+    metadata: dict[str, Any] | None = Field(None, description="Free-form JSON object.")
 
 
 class ManageInput(Input):
     action: Literal[
         "stats", "export", "import", "change_domain", "batch_delete", "cleanup", "list_categories"
     ] = Field(
-        description="stats, export (export_format), import (import_data), change_domain (memory_ids, "
-        "new_domain), batch_delete (memory_ids), cleanup (cleanup_before), list_categories."
+        description="stats, export, import (import_data), change_domain (memory_ids, new_domain), "
+        "batch_delete (memory_ids), cleanup (cleanup_before), list_categories."
     )
     memory_ids: Annotated[list[Short], Field(max_length=MAX_IDS)] | None = Field(
         None, description="Memory IDs (batch_delete, change_domain)."
@@ -114,15 +114,15 @@ class ManageInput(Input):
     project_id: ProjectRef | None = None
     session_id: SessionRef | None = None
     export_format: Literal["json", "csv", "markdown"] = Field(
-        "json", description="json is lossless and re-importable; csv and markdown are for people."
+        "json", description="json is lossless and re-importable."
     )
     import_data: Annotated[SafeText, Field(max_length=IMPORT_CHARS)] | None = Field(
         None, description="A memhub JSON export (import)."
     )
     cleanup_before: Short | None = Field(
-        None, description="Delete session memories created before this ISO-8601 date-time (cleanup)."
+        None, description="cleanup: delete session memories created before this ISO-8601 time."
     )
-    dry_run: bool = Field(False, description="Report what would change without changing it.")
+    dry_run: bool = Field(False, description="Only report what would change.")
 
 
 class SearchFilters(Input):
@@ -148,9 +148,9 @@ class SearchInput(Input):
     tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None = Field(
         None, description="Memories with any of these tags."
     )
-    start_time: Short | None = Field(None, description="ISO-8601 date-time (timerange).")
-    end_time: Short | None = Field(None, description="ISO-8601 date-time (timerange).")
-    memory_id: Short | None = Field(None, description="Memory to find neighbours of (similar).")
+    start_time: Short | None = Field(None, description="ISO-8601 date-time.")
+    end_time: Short | None = Field(None, description="ISO-8601 date-time.")
+    memory_id: Short | None = Field(None, description="similar: find this memory's neighbours.")
     filters: SearchFilters | None = Field(None, description="advanced: narrow the results.")
     limit: Limit = 10
     threshold: Threshold = 0.7
@@ -171,7 +171,7 @@ class ProjectInput(Input):
         None, description="add_member: editor reads and writes, viewer only reads."
     )
     role_filter: Literal["editor", "viewer"] | None = Field(None, description="list: only this role.")
-    force: bool = Field(False, description="Delete a project that still holds memories or discussions.")
+    force: bool = Field(False, description="delete: also delete its memories and discussions.")
 
 
 class UserInput(Input):
@@ -210,8 +210,7 @@ class MigrationConfig(Input):
     target_domain: Domain = Field(description="...to this one.")
     filter_criteria: dict[str, Any] | None = Field(
         None,
-        description="Any of category, tags, project_id, owner, before, after (ISO-8601); "
-        "target_project_id for the project domain.",
+        description="Any of category, tags, project_id, owner, before, after; target_project_id.",
     )
 
 
@@ -219,17 +218,17 @@ class AdminInput(Input):
     action: Literal[
         "health_check", "system_stats", "backup", "restore", "reindex", "cleanup_orphans", "migrate_domain"
     ] = Field(
-        description="health_check (anyone), system_stats, backup, restore (backup_path), reindex, "
-        "cleanup_orphans, migrate_domain (migration_config); all but health_check need the admin role."
+        description="health_check (anyone); admin role: system_stats, backup, restore (backup_path), "
+        "reindex, cleanup_orphans, migrate_domain (migration_config)."
     )
     backup_path: Annotated[SafeText, Field(max_length=4096)] | None = Field(
-        None, description="Backup file on the server (default: a new file in memhub's backups folder)."
+        None, description="Backup file on the server (default: a new one in memhub's backups folder)."
     )
     include_data: list[Literal["memories", "projects", "sessions", "associations"]] | None = Field(
         None, description="backup: only these (default: everything)."
     )
     migration_config: MigrationConfig | None = Field(None, description="migrate_domain: what to move.")
-    force: bool = Field(False, description="restore, migrate_domain: apply (without it: only report).")
+    force: bool = Field(False, description="Apply restore or migrate_domain (else: only report).")
 
 
 # -- outputs ----------------------------------------------------------------------------------
@@ -239,6 +238,22 @@ class Envelope(Output):
     """A tool's result: its published outputSchema is the envelope (see common.envelope_only)."""
 
     model_config = ConfigDict(json_schema_extra=_envelope)
+
+
+def _any_object(schema: dict[str, Any]) -> None:
+    schema.clear()
+    schema["type"] = "object"
+
+
+class ActionResult(Output):
+    """The result of an action-style tool: which fields it has depends on the action.
+
+    A schema could only list every field as optional, which tells a client nothing it can
+    rely on, so the published outputSchema is just `{"type": "object"}`; the server still
+    checks every result against the full model, and docs/assoc.md describes each action's.
+    """
+
+    model_config = ConfigDict(json_schema_extra=_any_object)
 
 
 class Memory(Output):
@@ -275,7 +290,7 @@ class RelatedMemory(Output):
     via: str = Field(description="Association type of the last hop.")
 
 
-class MemoryOutput(Envelope):
+class MemoryOutput(ActionResult):
     action: str
     memory: Memory | None = None
     memories: list[Memory] | None = None
@@ -285,7 +300,7 @@ class MemoryOutput(Envelope):
     note: str | None = None
 
 
-class ManageOutput(Envelope):
+class ManageOutput(ActionResult):
     action: str
     stats: dict[str, Any] | None = None
     format: str | None = None
@@ -321,7 +336,7 @@ class Project(Output):
     stats: dict[str, Any] | None = None
 
 
-class ProjectOutput(Envelope):
+class ProjectOutput(ActionResult):
     action: str
     project: Project | None = None
     projects: list[Project] | None = None
@@ -338,7 +353,7 @@ class Session(Output):
     ended_at: str | None = None
 
 
-class UserOutput(Envelope):
+class UserOutput(ActionResult):
     action: str
     user_id: str | None = None
     role: str | None = None
@@ -352,13 +367,13 @@ class UserOutput(Envelope):
 class VisualizeOutput(Envelope):
     type: str
     format: str
-    content: str = Field(description="The rendering: an HTML page, an SVG, JSON or Graphviz DOT.")
+    content: str
     nodes: int
     edges: int
     truncated: bool
 
 
-class AdminOutput(Envelope):
+class AdminOutput(ActionResult):
     action: str
     status: str
     details: dict[str, Any]

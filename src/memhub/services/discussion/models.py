@@ -22,9 +22,7 @@ URL_CHARS = 2_000
 
 
 def _limit(default: int, maximum: int) -> object:
-    return Field(
-        default, ge=1, le=maximum, description=f"Maximum results (default {default}, max {maximum})."
-    )
+    return Field(default, ge=1, le=maximum, description="Maximum results.")
 
 
 # -- inputs ---------------------------------------------------------------------------------
@@ -69,7 +67,7 @@ class AddLogInput(StrictInput):
 class AddDecisionInput(StrictInput):
     topic_id: Annotated[
         ItemId | None,
-        Field(description="Topic the decision closes (optional; without it the current project gets it)."),
+        Field(description="Topic it closes; omit to file it under the current project."),
     ] = None
     decision: Annotated[RequiredText, Field(max_length=TEXT_CHARS, description="What was decided.")]
     reason: Annotated[RequiredText, Field(max_length=TEXT_CHARS, description="Why it was decided.")]
@@ -93,7 +91,7 @@ class PageInput(StrictInput):
     topic_id: Annotated[ItemId, Field(description="Topic ID.")]
     start_id: Annotated[
         ItemId | None,
-        Field(description="Return entries with id >= start_id (oldest first). Use next_start_id to page."),
+        Field(description="First entry to return: the previous page's next_start_id."),
     ] = None
     limit: Annotated[int, _limit(MAX_PAGE, MAX_PAGE)] = MAX_PAGE
 
@@ -161,9 +159,7 @@ class TopicNode(Topic):
 
 class TopicTreeOutput(Output):
     tree: TopicNode
-    truncated: bool = Field(
-        description="True when the limit cut the tree: call get-topic-tree again from a leaf topic."
-    )
+    truncated: bool = Field(description="The limit cut the tree: call again from a leaf topic.")
 
 
 class Log(Output):
@@ -182,7 +178,7 @@ class AddLogOutput(Envelope):
 
 class LogsOutput(Envelope):
     logs: list[Log]
-    next_start_id: int | None = Field(description="Pass as start_id for the next page; null at the end.")
+    next_start_id: int | None = Field(description="start_id of the next page; null at the end.")
 
 
 class Decision(Output):
