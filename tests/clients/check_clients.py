@@ -196,7 +196,7 @@ def main() -> int:
     parser.add_argument("--skip-inspector", action="store_true")
     args = parser.parse_args()
     if node_tools() is None:
-        print("check-clients: node and npm are needed (Node.js 20+)", file=sys.stderr)
+        print("check-clients: node and npm are needed (Node.js 20 or newer)", file=sys.stderr)
         return 1
     tools_dir = installed("tools")
     node = _node(tools_dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.node import installed, node_tools
+from tests.clients.node import installed, no_node_at_all
 from tests.helpers import http_server, stdio_params
 
 REF_PROJECT = "{{1.structuredContent.project_id}}"
@@ -52,16 +53,17 @@ SCRIPT: list[tuple[dict[str, Any], Any]] = [
 
 @pytest.fixture(scope="module")
 def driver() -> Path:
-    if node_tools() is None:
-        pytest.skip("node and npm not found: the TypeScript SDK client tests need Node.js 20 or newer")
+    if no_node_at_all():
+        pytest.skip("neither node nor npm found: the TypeScript SDK client tests need Node.js 20 or newer")
+    assert shutil.which("node"), "npm is installed but node is not"
     return installed("ts") / "driver.mjs"
 
 
 def _run(driver: Path, target: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    tools = node_tools()
-    assert tools is not None
+    node = shutil.which("node")
+    assert node is not None
     done = subprocess.run(
-        [tools[0], str(driver), *target],
+        [node, str(driver), *target],
         input=json.dumps([call for call, _ in SCRIPT]),
         capture_output=True,
         text=True,
