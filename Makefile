@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 BUILD_TOOLS := pip==26.3 setuptools==80.9.0 wheel==0.45.1
 
-.PHONY: run test check lint typecheck bench bench-quality bench-smoke lock clean
+.PHONY: run test check check-clients lint typecheck bench bench-quality bench-smoke lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(STAMP)
 
 ## check: lint + types + tests
 check: lint typecheck test
+
+## check-clients: memhub through the MCP Inspector CLI and the MCP conformance server scenarios
+## (Node tools pinned in tests/clients/tools, installed once into ~/.cache/memhub-node)
+check-clients: $(STAMP)
+	$(BIN)/python tests/clients/check_clients.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

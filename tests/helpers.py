@@ -33,11 +33,23 @@ async def ok(client: Any, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+def error_body(result: Any) -> dict[str, Any]:
+    """The JSON error body of an `isError` result: it travels in the text content only.
+
+    An error carries no structuredContent: that would have to match the tool's outputSchema
+    (the TypeScript SDK client rejects a result whose structuredContent does not).
+    """
+    assert result.is_error, result.structured_content
+    assert result.structured_content is None, result.structured_content
+    body: dict[str, Any] = json.loads(result.content[0].text)
+    return body
+
+
 async def error(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The seed-004 error body {"code", "message"} of a call that must fail."""
     result = await client.call_tool(tool, arguments)
     assert result.is_error, result.structured_content
-    body = result.structured_content or json.loads(result.content[0].text)
+    body = error_body(result)
     assert set(body) == {"error"}, body
     assert body["error"]["message"]
     return body["error"]

@@ -13,6 +13,7 @@ from mcp import Client
 from memhub.cli.container import build_container
 from memhub.core.settings import setting_docs
 from tests.conftest import make_settings
+from tests.helpers import error_body
 
 pytestmark = pytest.mark.anyio
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -48,7 +49,7 @@ async def test_doc_examples_run(doc: str, tmp_path: Path) -> None:
     async with Client(container.server) as client:
         for example in examples:
             result = await client.call_tool(example["tool"], example["arguments"])
-            body = result.structured_content
+            body = error_body(result) if result.is_error else result.structured_content
             if "error" in example:
                 assert result.is_error and _contains(body, {"error": example["error"]}), (example, body)
             else:

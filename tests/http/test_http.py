@@ -11,7 +11,7 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from tests.helpers import MEMHUB, check_bad_inputs, counts, error, http_server, ok
+from tests.helpers import MEMHUB, check_bad_inputs, counts, error, error_body, http_server, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -114,7 +114,7 @@ async def test_assoc_over_streamable_http(server: tuple[str, Path]) -> None:
         assert [m["id"] for m in found["memories"]] == [memory_id]
         assert (await ok(client, "admin", action="health_check"))["details"]["database"] == "ok"
         err = await client.call_tool("memory", {"action": "get", "memory_id": "mem_0"})
-        assert err.is_error and err.structured_content["error"]["code"] == "invalid_parameter"
+        assert err.is_error and error_body(err)["error"]["code"] == "invalid_parameter"
 
 
 async def test_every_discussion_tool_rejects_bad_input_over_http(server: tuple[str, Path]) -> None:

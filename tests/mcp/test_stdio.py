@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.helpers import MEMHUB, SHARED, check_bad_inputs, counts, error, ok, stdio_params
+from tests.helpers import MEMHUB, SHARED, check_bad_inputs, counts, error, error_body, ok, stdio_params
 
 pytestmark = pytest.mark.anyio
 
@@ -83,7 +83,8 @@ def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
     proc.stdin.close()
     assert proc.wait(timeout=10) == 0
     assert second["id"] == 2 and second["result"]["isError"] is True
-    assert second["result"]["structuredContent"]["error"]["code"] == "NOT_FOUND"
+    assert "structuredContent" not in second["result"]  # an error body does not match the outputSchema
+    assert json.loads(second["result"]["content"][0]["text"])["error"]["code"] == "NOT_FOUND"
     assert proc.stdout is not None and proc.stdout.read().strip() == b""
     assert proc.stderr is not None and proc.stderr.read()  # the DEBUG logs went to stderr
 
@@ -238,7 +239,7 @@ async def test_assoc_flow_over_stdio(tmp_path: Path) -> None:
         assert chart["content"].lstrip().startswith("<svg") or "<svg" in chart["content"][:200]
         before = counts(tmp_path / "a.db")
         bad = await client.call_tool("memory", {"action": "store", "content": "x", "domain": "project"})
-        assert bad.is_error and bad.structured_content["error"]["code"] == "invalid_parameter"
+        assert bad.is_error and error_body(bad)["error"]["code"] == "invalid_parameter"
         assert counts(tmp_path / "a.db") == before
 
 

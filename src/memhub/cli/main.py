@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -19,6 +20,7 @@ from memhub.cli.container import Container, build_container
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
 from memhub.mcp.server import run_stdio
+from memhub.search.embedders import EMBEDDER_NAMES, available_embedders
 from memhub.store.base import Checks
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -39,7 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--toolsets", help="comma list of toolsets to serve (default: all)")
     serve.add_argument("--host", help="HTTP/SSE bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP/SSE port (default 8000)")
-    serve.add_argument("--embedder", help="auto, e5, use, hash or none")
+    installed = available_embedders()
+    serve.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help=f"embedding backend, one of {', '.join(EMBEDDER_NAMES)}; default auto: the best installed "
+        f"(e5+use when both models are; here: {installed[0]}). hash needs no model (tests); "
+        "none searches text only. Installed here: " + ", ".join(installed),
+    )
     serve.add_argument("--auth", choices=["none", "apikey"], help="HTTP authentication (default none)")
 
     apikey = commands.add_parser("apikey", help="manage API keys for HTTP clients")
@@ -78,6 +87,37 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(os.environ, overrides, Path.cwd())
 
 
+def _embedder_state(container: Container) -> str:
+    embedding = container.runtime.embedding
+    if embedding is None:
+        return "embedder none (text search only)"
+    if embedding.error:
+        return f"embedder {embedding.id} failed: {embedding.error} (text search only)"
+    return f"embedder {embedding.id} " + ("ready" if embedding.ready else "loading in the background")
+
+
+def ready_line(container: Container) -> str:
+    """The one line `serve` prints to stderr once HTTP is up: where, what store, what is served."""
+    settings = container.settings
+    base = f"http://{settings.host}:{settings.port}"
+    paths = [p for t, p in (("http", "/mcp"), ("sse", "/sse")) if t in settings.transports]
+    urls = ", ".join(f"{base}{path}" for path in paths)
+    return (
+        f"memhub {__version__} ready: {urls} (health {base}/health); store {settings.db_url}; "
+        f"toolsets {', '.join(container.toolsets)}; {_embedder_state(container)}"
+    )
+
+
+async def _announce_when_listening(server: Any, container: Container) -> None:
+    """Print `ready_line` once uvicorn has bound its socket (`started`), then return."""
+    with anyio.move_on_after(60):
+        while not server.started:
+            if server.should_exit:
+                return
+            await anyio.sleep(0.05)
+        print(ready_line(container), file=sys.stderr, flush=True)
+
+
 async def _serve(container: Container) -> None:
     settings = container.settings
     server = container.server
@@ -106,7 +146,9 @@ async def _serve(container: Container) -> None:
                 log_level=settings.log_level.lower(),
                 lifespan="on",
             )
-            tg.start_soon(uvicorn.Server(config).serve)
+            web = uvicorn.Server(config)
+            tg.start_soon(web.serve)
+            tg.start_soon(_announce_when_listening, web, container)
         if "stdio" in settings.transports:
             await run_stdio(server)
             tg.cancel_scope.cancel()  # the stdio client owns this process: its EOF ends it

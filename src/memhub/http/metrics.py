@@ -10,6 +10,25 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 
 Gauges = Callable[[], dict[str, float]]  # name -> value, read at scrape time
 
+# The state read at scrape time: its type (a `_total` only ever grows) and HELP text.
+STATE: dict[str, tuple[str, str]] = {
+    "store_bytes": ("gauge", "Size of the SQLite store file in bytes."),
+    "embedder_ready": ("gauge", "1 once the embedding model is loaded, else 0."),
+    "embedder_queue_depth": ("gauge", "Texts waiting for the embedding model."),
+    "vectors_indexed": ("gauge", "Vectors in the in-memory search index."),
+    "search_vector_timeouts_total": (
+        "counter",
+        "Searches answered from text alone because the embedding took too long, since start.",
+    ),
+    "backfill_embedded_total": ("counter", "Items the background backfill has embedded since start."),
+    "backfill_backlog": ("gauge", "Items still waiting for their vector."),
+}
+
+
+def _number(value: float) -> str:
+    """A sample value without losing digits (`{:g}` would print 1234567 as 1.23457e+06)."""
+    return str(int(value)) if value.is_integer() else repr(value)
+
 
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
@@ -53,5 +72,10 @@ class Metrics:
             lines.append(f'memhub_tool_call_seconds_sum{{tool="{label}"}} {self.sums[tool]:.6f}')
             lines.append(f'memhub_tool_call_seconds_count{{tool="{label}"}} {self.counts[tool]}')
         for name, value in sorted(gauges.items()):
-            lines += [f"# TYPE memhub_{name} gauge", f"memhub_{name} {value:g}"]
+            kind, help_text = STATE.get(name, ("gauge", f"memhub state: {name.replace('_', ' ')}."))
+            lines += [
+                f"# HELP memhub_{name} {help_text}",
+                f"# TYPE memhub_{name} {kind}",
+                f"memhub_{name} {_number(value)}",
+            ]
         return "\n".join(lines) + "\n"

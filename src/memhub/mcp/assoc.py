@@ -24,24 +24,23 @@ async def _memory(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
 TOOLS = [
     ToolSpec(
         "memory",
-        "Store, search, get, get_related, update or delete memories. Domains: global (everyone), user "
-        "(only you), project (its members; needs project_id), session (your current session). Storing "
-        "links the memory to similar and recent ones (associations); get_related walks them.",
+        "Durable memories, linked to similar and recent ones (associations).",
         m.MemoryInput,
         m.MemoryOutput,
         _memory,
         read_only=False,
+        title="Memories",
         destructive=True,
         exclude_none=True,
     ),
     ToolSpec(
         "memory_manage",
-        "Memory statistics, export (json lossless / csv / markdown), import (all or nothing), "
-        "change_domain, batch_delete, cleanup of session memories before a date, list_categories.",
+        "Memories in bulk: statistics, export, import (all or nothing), domain changes, deletion.",
         m.ManageInput,
         m.ManageOutput,
         manage.manage,
         read_only=False,
+        title="Manage memories",
         destructive=True,
         exclude_none=True,
         max_payload=64 * 1024 * 1024,  # an import carries up to 16M characters
@@ -49,52 +48,53 @@ TOOLS = [
     ),
     ToolSpec(
         "search",
-        "Search memories: semantic (meaning, Japanese and English), tags, timerange, advanced (filters: "
-        "domains, categories, importance range, project_ids), similar (neighbours of memory_id).",
+        "Search the memories you may see: by meaning, tags, time, filters or similarity.",
         m.SearchInput,
         m.SearchOutput,
         search.search,
         read_only=True,
+        title="Search memories",
         exclude_none=True,
     ),
     ToolSpec(
         "project",
-        "Create, list, get, update or delete projects and manage members (editor: read/write, viewer: "
-        "read only). These are the same projects the discussion tools use.",
+        "Projects and their members; the same projects the discussion tools use.",
         m.ProjectInput,
         m.ProjectOutput,
         people.project,
         read_only=False,
+        title="Projects",
         destructive=True,
         exclude_none=True,
     ),
     ToolSpec(
         "user",
-        "Who you are and your projects; create, switch and end sessions (session memories belong to one).",
+        "Who you are, your projects, and your sessions (session memories belong to one).",
         m.UserInput,
         m.UserOutput,
         people.user,
         read_only=False,
+        title="User and sessions",
         exclude_none=True,
     ),
     ToolSpec(
         "visualize",
-        "Render memories: memory_map (associations around center_memory_id), stats_dashboard, "
-        "domain_graph, timeline, category_chart; as html, svg, json or graphviz (DOT).",
+        "Render memories and their associations as HTML, SVG, JSON or Graphviz.",
         m.VisualizeInput,
         m.VisualizeOutput,
         visualize.visualize,
         read_only=True,
+        title="Visualize memories",
         exclude_none=True,
     ),
     ToolSpec(
         "admin",
-        "Administration (admin role): health_check, system_stats, backup, restore (force to apply), "
-        "reindex, cleanup_orphans, migrate_domain (force to apply).",
+        "Health check and administration: statistics, backup, restore, reindex, migration.",
         m.AdminInput,
         m.AdminOutput,
         admin.admin,
         read_only=False,
+        title="Administration",
         destructive=True,
         exclude_none=True,
         timeout_s=3600.0,  # a reindex of a large store embeds every item again

@@ -7,24 +7,26 @@ from memhub.services.discussion import errors
 from memhub.services.discussion import models as m
 from memhub.services.discussion import service as s
 
-_IMMUTABLE = " Records are immutable: nothing is ever updated or deleted."
+_IMMUTABLE = " Immutable: never updated or deleted."
 
 TOOLS = [
     ToolSpec(
         "add-project",
-        "Add a project (name must be unique). You become its owner." + _IMMUTABLE,
+        "Add a project (unique name); you become its owner." + _IMMUTABLE,
         m.AddProjectInput,
         m.AddProjectOutput,
         transactional(s.add_project),
         read_only=False,
+        title="Add project",
     ),
     ToolSpec(
         "get-projects",
-        "List the projects you are a member of, newest first (limit default 30, max 30).",
+        "List the projects you are a member of, newest first.",
         m.GetProjectsInput,
         m.ProjectsOutput,
         transactional(s.get_projects),
         read_only=True,
+        title="List projects",
     ),
     ToolSpec(
         "add-topic",
@@ -33,33 +35,34 @@ TOOLS = [
         m.AddTopicOutput,
         transactional(s.add_topic),
         read_only=False,
+        title="Add topic",
     ),
     ToolSpec(
         "add-log",
-        "Append one exchange (one AI proposal and the user's answer) to a topic's discussion log."
-        + _IMMUTABLE,
+        "Append one exchange (an AI proposal and the user's answer) to a topic's log." + _IMMUTABLE,
         m.AddLogInput,
         m.AddLogOutput,
         transactional(s.add_log),
         read_only=False,
+        title="Add log entry",
     ),
     ToolSpec(
         "add-decision",
-        "Record a decision and its reason, closing the topic's discussion (without topic_id it is "
-        "filed under the current project)." + _IMMUTABLE,
+        "Record a decision and its reason, closing a topic's discussion." + _IMMUTABLE,
         m.AddDecisionInput,
         m.AddDecisionOutput,
         transactional(s.add_decision),
         read_only=False,
+        title="Add decision",
     ),
     ToolSpec(
         "get-topics",
-        "List the direct child topics of a parent topic (omit parent_topic_id for top-level topics), "
-        "oldest first (limit default 10, max 10).",
+        "List the direct child topics of a parent topic (or the top-level topics), oldest first.",
         m.TopicListInput,
         m.TopicsOutput,
         transactional(s.get_topics),
         read_only=True,
+        title="List topics",
     ),
     ToolSpec(
         "get-decided-topics",
@@ -68,6 +71,7 @@ TOOLS = [
         m.TopicsOutput,
         transactional(s.get_decided_topics),
         read_only=True,
+        title="List decided topics",
     ),
     ToolSpec(
         "get-undecided-topics",
@@ -76,50 +80,54 @@ TOOLS = [
         m.TopicsOutput,
         transactional(s.get_undecided_topics),
         read_only=True,
+        title="List undecided topics",
     ),
     ToolSpec(
         "get-topic-tree",
-        "Get a topic and all its descendants as a tree, breadth first (limit default 100, max 100). "
-        "When truncated is true, call again from a child topic to get the rest.",
+        "Get a topic and its descendants as a tree, breadth first. When truncated is true, call "
+        "again from a child topic for the rest.",
         m.TopicTreeInput,
         m.TopicTreeOutput,
         transactional(s.get_topic_tree),
         read_only=True,
+        title="Get topic tree",
     ),
     ToolSpec(
         "get-logs",
-        "Get a topic's discussion log in chronological order (oldest first), from start_id on "
-        "(limit default 30, max 30). Pass next_start_id as start_id to read the next page.",
+        "Get a topic's discussion log, oldest first, from start_id on. Pass next_start_id as "
+        "start_id for the next page.",
         m.PageInput,
         m.LogsOutput,
         transactional(s.get_logs),
         read_only=True,
+        title="Get discussion log",
     ),
     ToolSpec(
         "get-decisions",
-        "Get the decisions of a topic, oldest first, from start_id on (limit default 30, max 30).",
+        "Get a topic's decisions, oldest first, from start_id on.",
         m.PageInput,
         m.DecisionsOutput,
         transactional(s.get_decisions),
         read_only=True,
+        title="Get decisions",
     ),
     ToolSpec(
         "search-topics",
-        "Find a project's topics whose title or description contains the keyword (case-insensitive "
-        "substring, Japanese or English; several words must all occur). Newest first.",
+        "Find a project's topics whose title or description contains the keyword. Newest first.",
         m.SearchInput,
         m.TopicsOutput,
         transactional(s.search_topics),
         read_only=True,
+        title="Search topics",
     ),
     ToolSpec(
         "search-decisions",
-        "Find a project's decisions whose decision or reason contains the keyword (case-insensitive "
-        "substring, Japanese or English; several words must all occur). Newest first.",
+        "Find a project's decisions whose decision or reason contains the keyword. Newest first.",
         m.SearchInput,
         m.DecisionsOutput,
         transactional(s.search_decisions),
         read_only=True,
+        title="Search decisions",
     ),
 ]
 

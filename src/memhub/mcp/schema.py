@@ -1,23 +1,16 @@
 """Compact JSON schemas for tools: the same constraints, cheaper for clients to read and validate.
 
-pydantic spells `str | None` as `anyOf: [{type: string}, {type: null}]` and nests models
-through `$ref`. Clients validating results with `jsonschema` pay heavily for both (measured
-with the Python SDK client: 14 ms to validate a 30-topic result). Here nullable branches fold
-into `type: [X, "null"]` when that is equivalent, non-recursive `$ref`s are inlined and
-`title`s dropped. Recursive models (a topic tree) keep their `$ref`.
+pydantic nests models through `$ref` into `$defs`. A definition used once is inlined (one
+lookup less for validators such as `jsonschema`); one used more than once, or recursively
+(a topic tree), stays in `$defs` so `tools/list` does not repeat it. `title`s and
+`additionalProperties: true` (the default) are dropped.
+Nullable values keep pydantic's `anyOf: [{type: X}, {type: null}]`: a `type` array is legal
+JSON Schema but clients that map schemas onto a single-`type` dialect reject or mangle it.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-# Keywords that only constrain one JSON type: folding null into `type` keeps their meaning.
-_TYPE_SPECIFIC = {
-    "type", "description", "default", "format", "pattern", "minLength", "maxLength",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    "items", "minItems", "maxItems", "uniqueItems", "properties", "required",
-    "additionalProperties",
-}  # fmt: skip
 
 
 def _recursive_defs(defs: dict[str, Any]) -> set[str]:
@@ -52,9 +45,24 @@ def _recursive_defs(defs: dict[str, Any]) -> set[str]:
     return recursive
 
 
+def _ref_counts(node: Any, counts: dict[str, int]) -> dict[str, int]:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            counts[name] = counts.get(name, 0) + 1
+        for value in node.values():
+            _ref_counts(value, counts)
+    elif isinstance(node, list):
+        for value in node:
+            _ref_counts(value, counts)
+    return counts
+
+
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     defs: dict[str, Any] = dict(schema.get("$defs", {}))
-    keep = _recursive_defs(defs)
+    shared = {name for name, n in _ref_counts(schema, {}).items() if n > 1}
+    keep = _recursive_defs(defs) | (shared & set(defs))
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -68,18 +76,10 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
                 return walk(merged)
         out = {k: walk(v) for k, v in node.items() if k not in ("title", "$defs", "properties")}
+        if out.get("additionalProperties") is True:  # the default
+            del out["additionalProperties"]
         if isinstance(node.get("properties"), dict):
             out["properties"] = {name: walk(sub) for name, sub in node["properties"].items()}
-        branches = out.get("anyOf")
-        if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
-            other = next(b for b in branches if b != {"type": "null"})
-            if (
-                isinstance(other, dict)
-                and isinstance(other.get("type"), str)
-                and set(other) <= _TYPE_SPECIFIC
-            ):
-                del out["anyOf"]
-                out = {**other, **out, "type": [other["type"], "null"]}
         return out
 
     compact = walk(schema)

@@ -130,9 +130,7 @@ def error_result(body: dict[str, Any]) -> types.CallToolResult:
     structured content (it would not match the tool's output schema, and strict clients
     such as the TypeScript SDK reject a result whose structured content does not)."""
     text = json.dumps(body, ensure_ascii=False)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=body, is_error=True
-    )
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 @dataclass

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from memhub.services.common import SafeText
+from memhub.services.common import SafeText, envelope_only, input_schema, open_output, optional_means_absent
 
 Domain = Literal["global", "user", "project", "session"]
 DOMAINS: tuple[Domain, ...] = ("global", "user", "project", "session")
@@ -27,150 +27,233 @@ MAX_IDS = 1_000
 IMPORT_CHARS = 16_000_000
 
 Tag = Annotated[SafeText, Field(min_length=1, max_length=64)]
-Short = Annotated[SafeText, Field(max_length=SHORT)]
-Limit = Annotated[
-    int, Field(ge=1, le=MAX_LIMIT, description=f"Maximum results (default 10, max {MAX_LIMIT}).")
-]
+# ids, names and dates: the length limit is enforced, not published (no real value gets near it)
+Short = Annotated[SafeText, Field(max_length=SHORT), WithJsonSchema({"type": "string"})]
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Maximum results.")]
 Threshold = Annotated[
-    float, Field(ge=0, le=1, description="Minimum similarity (0-1, calibrated; see docs/assoc.md).")
+    float,
+    Field(
+        ge=0,
+        le=1,
+        description="Minimum calibrated similarity; 0.7 keeps most real answers.",
+    ),
 ]
-Depth = Annotated[int, Field(ge=1, le=5, description="How many association hops (default 2, max 5).")]
+Depth = Annotated[int, Field(ge=1, le=5, description="Association hops to follow.")]
+ProjectRef = Annotated[Short, WithJsonSchema({"type": "string", "description": "Project ID (proj_…)."})]
+SessionRef = Annotated[Short, WithJsonSchema({"type": "string", "description": "Session ID (sess_…)."})]
+
+
+def _output_schema(schema: dict[str, Any]) -> None:
+    optional_means_absent(schema)
+    open_output(schema)
+
+
+def _envelope(schema: dict[str, Any]) -> None:
+    _output_schema(schema)
+    envelope_only(schema)
 
 
 class Input(BaseModel):
     """Unknown properties are errors; numbers may be sent as JSON numbers (seed type `number`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=input_schema)
 
 
 class Output(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Results are dumped with `exclude_none`: an unset field is absent, never null."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_output_schema)
 
 
 # -- inputs -----------------------------------------------------------------------------------
 
 
 class MemoryInput(Input):
-    action: Literal["store", "search", "get", "get_related", "update", "delete"]
-    memory_id: Short | None = Field(None, description="Memory ID (get, get_related, update, delete).")
+    action: Literal["store", "search", "get", "get_related", "update", "delete"] = Field(
+        description="store (content, domain), search (query), get, get_related (follow associations), "
+        "update, delete (memory_id)."
+    )
+    memory_id: Short | None = Field(None, description="Memory ID (mem_…).")
     content: Annotated[SafeText, Field(max_length=CONTENT_CHARS)] | None = Field(
-        None, description="Content to remember (store, update)."
+        None, description="Text to remember."
     )
     query: Annotated[SafeText, Field(max_length=QUERY_CHARS)] | None = Field(
-        None, description="Query (search)."
+        None, description="What to find, in Japanese or English."
     )
-    domain: Domain | None = Field(None, description="Memory domain (required for store).")
-    include_domains: list[Domain] | None = Field(
-        None, description="Domains to search (default: global, user, project, session)."
+    domain: Domain | None = Field(
+        None,
+        description="global (everyone), user (only you), project (its members), session (this session).",
     )
-    project_id: Short | None = Field(None, description="Project ID (proj_…), for the project domain.")
-    session_id: Short | None = Field(None, description="Session ID (sess_…); default: your current session.")
-    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None = Field(None, description="Tags.")
-    category: Short | None = Field(None, description="Category.")
+    include_domains: list[Domain] | None = Field(None, description="search: where to look (default: all).")
+    project_id: ProjectRef | None = Field(None, description="Project ID (proj_…) of the project domain.")
+    session_id: SessionRef | None = Field(None, description="Session ID (sess_…); default: the current one.")
+    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None = Field(None, description="Tags to attach.")
+    category: Short | None = Field(None, description="One category, e.g. 'decision'.")
     importance: float | None = Field(None, ge=0, le=1, description="Importance 0-1 (default 0.5).")
     limit: Limit = 10
     threshold: Threshold = 0.7
     depth: Depth = 2
     related_memory_ids: Annotated[list[Short], Field(max_length=50)] | None = Field(
-        None, description="Manual associations to create (store, update)."
+        None, description="Memory IDs to associate with it."
     )
-    metadata: dict[str, Any] | None = Field(None, description="Free-form metadata (store, update).")
+    metadata: dict[str, Any] | None = Field(None, description="Free-form JSON object.")
 
 
 class ManageInput(Input):
     action: Literal[
         "stats", "export", "import", "change_domain", "batch_delete", "cleanup", "list_categories"
-    ]
+    ] = Field(
+        description="stats, export, import (import_data), change_domain (memory_ids, new_domain), "
+        "batch_delete (memory_ids), cleanup (cleanup_before), list_categories."
+    )
     memory_ids: Annotated[list[Short], Field(max_length=MAX_IDS)] | None = Field(
         None, description="Memory IDs (batch_delete, change_domain)."
     )
     new_domain: Domain | None = Field(None, description="Target domain (change_domain).")
     target_domain: Domain | None = Field(None, description="Domain to act on (stats, export, cleanup).")
-    project_id: Short | None = None
-    session_id: Short | None = None
-    export_format: Literal["json", "csv", "markdown"] = "json"
+    project_id: ProjectRef | None = None
+    session_id: SessionRef | None = None
+    export_format: Literal["json", "csv", "markdown"] = Field(
+        "json", description="json is lossless and re-importable."
+    )
     import_data: Annotated[SafeText, Field(max_length=IMPORT_CHARS)] | None = Field(
         None, description="A memhub JSON export (import)."
     )
     cleanup_before: Short | None = Field(
-        None, description="Delete session memories created before this ISO-8601 date-time (cleanup)."
+        None, description="cleanup: delete session memories created before this ISO-8601 time."
     )
-    dry_run: bool = Field(False, description="Report what would change without changing it.")
+    dry_run: bool = Field(False, description="Only report what would change.")
 
 
 class SearchFilters(Input):
-    domains: list[Domain] | None = None
-    categories: Annotated[list[Short], Field(max_length=50)] | None = None
-    importance_min: float | None = Field(None, ge=0, le=1)
-    importance_max: float | None = Field(None, ge=0, le=1)
-    project_ids: Annotated[list[Short], Field(max_length=50)] | None = None
+    domains: list[Domain] | None = Field(None, description="Only these domains.")
+    categories: Annotated[list[Short], Field(max_length=50)] | None = Field(
+        None, description="Only these categories."
+    )
+    importance_min: float | None = Field(None, ge=0, le=1, description="Lowest importance.")
+    importance_max: float | None = Field(None, ge=0, le=1, description="Highest importance.")
+    project_ids: Annotated[list[Short], Field(max_length=50)] | None = Field(
+        None, description="Only these projects (proj_…)."
+    )
 
 
 class SearchInput(Input):
-    type: Literal["semantic", "tags", "timerange", "advanced", "similar"]
-    query: Annotated[SafeText, Field(max_length=QUERY_CHARS)] | None = None
-    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None = None
-    start_time: Short | None = Field(None, description="ISO-8601 date-time (timerange).")
-    end_time: Short | None = Field(None, description="ISO-8601 date-time (timerange).")
-    memory_id: Short | None = Field(None, description="Memory to find neighbours of (similar).")
-    filters: SearchFilters | None = None
+    type: Literal["semantic", "tags", "timerange", "advanced", "similar"] = Field(
+        description="semantic (query, by meaning), tags (any of tags), timerange (start_time, end_time), "
+        "advanced (query, filters), similar (memory_id)."
+    )
+    query: Annotated[SafeText, Field(max_length=QUERY_CHARS)] | None = Field(
+        None, description="What to find, in Japanese or English."
+    )
+    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None = Field(
+        None, description="Memories with any of these tags."
+    )
+    start_time: Short | None = Field(None, description="ISO-8601 date-time.")
+    end_time: Short | None = Field(None, description="ISO-8601 date-time.")
+    memory_id: Short | None = Field(None, description="similar: find this memory's neighbours.")
+    filters: SearchFilters | None = Field(None, description="advanced: narrow the results.")
     limit: Limit = 10
     threshold: Threshold = 0.7
 
 
 class ProjectInput(Input):
-    action: Literal["create", "list", "get", "add_member", "remove_member", "update", "delete"]
-    project_id: Short | None = None
-    name: Annotated[SafeText, Field(max_length=SHORT)] | None = None
-    description: Annotated[SafeText, Field(max_length=16_000)] | None = None
-    user_id: Short | None = None
-    role: Literal["editor", "viewer"] | None = None
-    role_filter: Literal["editor", "viewer"] | None = None
-    force: bool = Field(False, description="Delete a project that still holds memories or discussions.")
+    action: Literal["create", "list", "get", "add_member", "remove_member", "update", "delete"] = Field(
+        description="create (name), list, get, add_member (user_id, role), remove_member (user_id), "
+        "update (name, description), delete; all but create and list need project_id."
+    )
+    project_id: ProjectRef | None = None
+    name: Annotated[SafeText, Field(max_length=SHORT)] | None = Field(None, description="Unique name.")
+    description: Annotated[SafeText, Field(max_length=16_000)] | None = Field(
+        None, description="What it is about."
+    )
+    user_id: Short | None = Field(None, description="The member's user name.")
+    role: Literal["editor", "viewer"] | None = Field(
+        None, description="add_member: editor reads and writes, viewer only reads."
+    )
+    role_filter: Literal["editor", "viewer"] | None = Field(None, description="list: only this role.")
+    force: bool = Field(False, description="delete: also delete its memories and discussions.")
 
 
 class UserInput(Input):
     action: Literal[
         "get_current", "get_projects", "get_sessions", "create_session", "switch_session", "end_session"
-    ]
-    session_name: Short | None = None
-    session_id: Short | None = None
-    include_stats: bool = False
+    ] = Field(
+        description="get_current (who you are), get_projects, get_sessions, create_session (session_name), "
+        "switch_session, end_session (session_id)."
+    )
+    session_name: Short | None = Field(None, description="Name of the new session.")
+    session_id: SessionRef | None = None
+    include_stats: bool = Field(False, description="Add memory counts.")
 
 
 class TimeRange(Input):
-    start: Short | None = None
-    end: Short | None = None
+    start: Short | None = Field(None, description="ISO-8601 date-time.")
+    end: Short | None = Field(None, description="ISO-8601 date-time.")
 
 
 class VisualizeInput(Input):
-    type: Literal["memory_map", "stats_dashboard", "domain_graph", "timeline", "category_chart"]
-    target_domain: Domain | None = None
-    project_id: Short | None = None
-    session_id: Short | None = None
-    center_memory_id: Short | None = None
+    type: Literal["memory_map", "stats_dashboard", "domain_graph", "timeline", "category_chart"] = Field(
+        description="memory_map (center_memory_id, depth), stats_dashboard, domain_graph, timeline "
+        "(time_range), category_chart."
+    )
+    target_domain: Domain | None = Field(None, description="Only memories of this domain.")
+    project_id: ProjectRef | None = None
+    session_id: SessionRef | None = None
+    center_memory_id: Short | None = Field(None, description="memory_map: the memory in the middle.")
     depth: Depth = 2
-    format: Literal["html", "svg", "json", "graphviz"] = "html"
-    time_range: TimeRange | None = None
+    format: Literal["html", "svg", "json", "graphviz"] = Field("html", description="graphviz is DOT.")
+    time_range: TimeRange | None = Field(None, description="timeline: the period shown.")
 
 
 class MigrationConfig(Input):
-    source_domain: Domain
-    target_domain: Domain
-    filter_criteria: dict[str, Any] | None = None
+    source_domain: Domain = Field(description="Move memories from this domain...")
+    target_domain: Domain = Field(description="...to this one.")
+    filter_criteria: dict[str, Any] | None = Field(
+        None,
+        description="Any of category, tags, project_id, owner, before, after; target_project_id.",
+    )
 
 
 class AdminInput(Input):
     action: Literal[
         "health_check", "system_stats", "backup", "restore", "reindex", "cleanup_orphans", "migrate_domain"
-    ]
-    backup_path: Annotated[SafeText, Field(max_length=4096)] | None = None
-    include_data: list[Literal["memories", "projects", "sessions", "associations"]] | None = None
-    migration_config: MigrationConfig | None = None
-    force: bool = False
+    ] = Field(
+        description="health_check (anyone); admin role: system_stats, backup, restore (backup_path), "
+        "reindex, cleanup_orphans, migrate_domain (migration_config)."
+    )
+    backup_path: Annotated[SafeText, Field(max_length=4096)] | None = Field(
+        None, description="Backup file on the server (default: a new one in memhub's backups folder)."
+    )
+    include_data: list[Literal["memories", "projects", "sessions", "associations"]] | None = Field(
+        None, description="backup: only these (default: everything)."
+    )
+    migration_config: MigrationConfig | None = Field(None, description="migrate_domain: what to move.")
+    force: bool = Field(False, description="Apply restore or migrate_domain (else: only report).")
 
 
 # -- outputs ----------------------------------------------------------------------------------
+
+
+class Envelope(Output):
+    """A tool's result: its published outputSchema is the envelope (see common.envelope_only)."""
+
+    model_config = ConfigDict(json_schema_extra=_envelope)
+
+
+def _any_object(schema: dict[str, Any]) -> None:
+    schema.clear()
+    schema["type"] = "object"
+
+
+class ActionResult(Output):
+    """The result of an action-style tool: which fields it has depends on the action.
+
+    A schema could only list every field as optional, which tells a client nothing it can
+    rely on, so the published outputSchema is just `{"type": "object"}`; the server still
+    checks every result against the full model, and docs/assoc.md describes each action's.
+    """
+
+    model_config = ConfigDict(json_schema_extra=_any_object)
 
 
 class Memory(Output):
@@ -207,7 +290,7 @@ class RelatedMemory(Output):
     via: str = Field(description="Association type of the last hop.")
 
 
-class MemoryOutput(Output):
+class MemoryOutput(ActionResult):
     action: str
     memory: Memory | None = None
     memories: list[Memory] | None = None
@@ -217,7 +300,7 @@ class MemoryOutput(Output):
     note: str | None = None
 
 
-class ManageOutput(Output):
+class ManageOutput(ActionResult):
     action: str
     stats: dict[str, Any] | None = None
     format: str | None = None
@@ -228,7 +311,7 @@ class ManageOutput(Output):
     dry_run: bool | None = None
 
 
-class SearchOutput(Output):
+class SearchOutput(Envelope):
     type: str
     memories: list[Memory]
     total: int
@@ -253,7 +336,7 @@ class Project(Output):
     stats: dict[str, Any] | None = None
 
 
-class ProjectOutput(Output):
+class ProjectOutput(ActionResult):
     action: str
     project: Project | None = None
     projects: list[Project] | None = None
@@ -270,7 +353,7 @@ class Session(Output):
     ended_at: str | None = None
 
 
-class UserOutput(Output):
+class UserOutput(ActionResult):
     action: str
     user_id: str | None = None
     role: str | None = None
@@ -281,16 +364,16 @@ class UserOutput(Output):
     stats: dict[str, Any] | None = None
 
 
-class VisualizeOutput(Output):
+class VisualizeOutput(Envelope):
     type: str
     format: str
-    content: str = Field(description="The rendering: an HTML page, an SVG, JSON or Graphviz DOT.")
+    content: str
     nodes: int
     edges: int
     truncated: bool
 
 
-class AdminOutput(Output):
+class AdminOutput(ActionResult):
     action: str
     status: str
     details: dict[str, Any]

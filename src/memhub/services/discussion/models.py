@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from memhub.services.common import ItemId, Output, RequiredText, SafeText, StrictInput
+from memhub.services.common import Envelope, ItemId, Output, RequiredText, SafeText, StrictInput
 
 MAX_PROJECTS = 30
 MAX_TOPICS = 10
@@ -22,9 +22,7 @@ URL_CHARS = 2_000
 
 
 def _limit(default: int, maximum: int) -> object:
-    return Field(
-        default, ge=1, le=maximum, description=f"Maximum results (default {default}, max {maximum})."
-    )
+    return Field(default, ge=1, le=maximum, description="Maximum results.")
 
 
 # -- inputs ---------------------------------------------------------------------------------
@@ -69,7 +67,7 @@ class AddLogInput(StrictInput):
 class AddDecisionInput(StrictInput):
     topic_id: Annotated[
         ItemId | None,
-        Field(description="Topic the decision closes (optional; without it the current project gets it)."),
+        Field(description="Topic it closes; omit to file it under the current project."),
     ] = None
     decision: Annotated[RequiredText, Field(max_length=TEXT_CHARS, description="What was decided.")]
     reason: Annotated[RequiredText, Field(max_length=TEXT_CHARS, description="Why it was decided.")]
@@ -93,7 +91,7 @@ class PageInput(StrictInput):
     topic_id: Annotated[ItemId, Field(description="Topic ID.")]
     start_id: Annotated[
         ItemId | None,
-        Field(description="Return entries with id >= start_id (oldest first). Use next_start_id to page."),
+        Field(description="First entry to return: the previous page's next_start_id."),
     ] = None
     limit: Annotated[int, _limit(MAX_PAGE, MAX_PAGE)] = MAX_PAGE
 
@@ -121,7 +119,7 @@ class Project(Output):
     created_at: str
 
 
-class AddProjectOutput(Output):
+class AddProjectOutput(Envelope):
     project_id: int
     name: str
     description: str | None
@@ -129,7 +127,7 @@ class AddProjectOutput(Output):
     created_at: str
 
 
-class ProjectsOutput(Output):
+class ProjectsOutput(Envelope):
     projects: list[Project]
 
 
@@ -142,7 +140,7 @@ class Topic(Output):
     created_at: str
 
 
-class AddTopicOutput(Output):
+class AddTopicOutput(Envelope):
     topic_id: int
     project_id: int
     title: str
@@ -151,7 +149,7 @@ class AddTopicOutput(Output):
     created_at: str
 
 
-class TopicsOutput(Output):
+class TopicsOutput(Envelope):
     topics: list[Topic]
 
 
@@ -161,9 +159,7 @@ class TopicNode(Topic):
 
 class TopicTreeOutput(Output):
     tree: TopicNode
-    truncated: bool = Field(
-        description="True when the limit cut the tree: call get-topic-tree again from a leaf topic."
-    )
+    truncated: bool = Field(description="The limit cut the tree: call again from a leaf topic.")
 
 
 class Log(Output):
@@ -173,16 +169,16 @@ class Log(Output):
     created_at: str
 
 
-class AddLogOutput(Output):
+class AddLogOutput(Envelope):
     log_id: int
     topic_id: int
     content: str
     created_at: str
 
 
-class LogsOutput(Output):
+class LogsOutput(Envelope):
     logs: list[Log]
-    next_start_id: int | None = Field(description="Pass as start_id for the next page; null at the end.")
+    next_start_id: int | None = Field(description="start_id of the next page; null at the end.")
 
 
 class Decision(Output):
@@ -193,7 +189,7 @@ class Decision(Output):
     created_at: str
 
 
-class AddDecisionOutput(Output):
+class AddDecisionOutput(Envelope):
     decision_id: int
     topic_id: int | None
     decision: str
@@ -201,6 +197,6 @@ class AddDecisionOutput(Output):
     created_at: str
 
 
-class DecisionsOutput(Output):
+class DecisionsOutput(Envelope):
     decisions: list[Decision]
     next_start_id: int | None = None
