@@ -61,6 +61,29 @@ class Settings:
     log_level: str = field(
         default="WARNING", metadata=_meta("MEMHUB_LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR (stderr).")
     )
+    agent_memory_secret: str = field(
+        default="",
+        metadata=_meta(
+            "AGENT_MEMORY_SECRET",
+            "The secret accept_proposal requires (decisions toolset); empty: accepting through MCP is off.",
+        ),
+    )
+    decision_cooldown_s: float = field(
+        default=0.0,
+        metadata=_meta(
+            "MEMHUB_DECISION_COOLDOWN_S",
+            "Seconds a principal must wait between two decision writes (0: no cooldown).",
+        ),
+    )
+    review_window_s: float = field(
+        default=3600.0,
+        metadata=_meta("MEMHUB_REVIEW_WINDOW_S", "A proposal may be accepted this long after it was written."),
+    )
+
+    @property
+    def proposals_dir(self) -> Path:
+        """Where decision proposals (markdown files) are written and read."""
+        return self.home / "proposals"
 
     @property
     def db_url(self) -> str:
@@ -115,6 +138,9 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
             values[key] = _split(str(values[key]))
     if "port" in values:
         values["port"] = int(str(values["port"]))
+    for key in ("decision_cooldown_s", "review_window_s"):
+        if key in values:
+            values[key] = float(str(values[key]))
     settings = Settings(**values)  # type: ignore[arg-type]
     if settings.auth not in ("none", "apikey"):
         raise ValueError("auth must be none or apikey")

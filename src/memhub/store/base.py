@@ -115,7 +115,8 @@ class ItemsTx(Protocol):
         ...
 
     def update_item(self, item_id: int, changes: dict[str, Any]) -> ItemRow:
-        """Change `UPDATABLE` columns; new text is re-indexed and the item's vectors dropped."""
+        """Change `UPDATABLE` columns; new text is re-indexed and the item's vectors dropped.
+        Raises MemhubError(NOT_FOUND) for a missing item (as do update_project, end_session)."""
         ...
 
     def delete_items(self, ids: Sequence[int]) -> int: ...

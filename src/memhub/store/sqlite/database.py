@@ -125,7 +125,7 @@ class SqliteStore:
             except sqlite3.Error as exc:
                 raise _storage_error(exc) from exc
             try:
-                yield SqliteTx(conn, isoformat(self.clock.now()))
+                yield SqliteTx(conn, isoformat(self.clock.now()), write=write)
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 _rollback(conn)

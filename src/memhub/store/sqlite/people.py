@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from memhub.core.errors import not_found
 from memhub.core.models import ProjectRole
 from memhub.store.base import MemberRow, PrincipalRow, ProjectRow, SessionRow
 
@@ -133,6 +134,8 @@ class PeopleMixin:
             " updated_at = ? WHERE id = ? RETURNING *",
             (name, description, self.now, project_id),
         ).fetchone()
+        if row is None:
+            raise not_found(f"project {project_id} not found")
         return project_from_row(row)
 
     def delete_project(self, project_id: int) -> None:
@@ -195,4 +198,6 @@ class PeopleMixin:
             "UPDATE sessions SET status = 'ended', ended_at = ? WHERE id = ? RETURNING *",
             (self.now, session_id),
         ).fetchone()
+        if row is None:
+            raise not_found(f"session {session_id} not found")
         return _session(row)

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memhub.core.errors import not_found
 from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import index_text, normalize
@@ -66,9 +67,10 @@ def item_from_row(row: sqlite3.Row) -> ItemRow:
 
 
 class SqliteTx(PeopleMixin, MaintenanceMixin):
-    def __init__(self, conn: sqlite3.Connection, now: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, now: str, *, write: bool = True) -> None:
         self.conn = conn
         self.now = now
+        self.write = write
 
     # -- items ----------------------------------------------------------------------------
 
@@ -127,6 +129,8 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             f"UPDATE items SET {assignments}, updated_at = ? WHERE id = ? RETURNING *",
             [*values.values(), self.now, item_id],
         ).fetchone()
+        if row is None:
+            raise not_found(f"item {item_id} not found")
         if text_changed:
             updated = item_from_row(row)
             row = self.conn.execute(
@@ -295,12 +299,18 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
     # -- links ----------------------------------------------------------------------------
 
     def upsert_link(self, src: int, dst: int, type: str, subtype: str | None, strength: float) -> None:
-        """One edge per (src, dst, type, subtype); a repeated edge keeps the stronger strength."""
-        self.conn.execute(
-            "INSERT INTO links(src, dst, type, subtype, strength, created_at) VALUES (?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT(src, dst, type, subtype) DO UPDATE SET strength = max(strength, excluded.strength)",
-            (src, dst, type, subtype, strength, self.now),
-        )
+        """One edge per (src, dst, type, subtype); a repeated edge keeps the stronger strength.
+        (An update first: the UNIQUE constraint treats a NULL subtype as distinct from another.)"""
+        updated = self.conn.execute(
+            "UPDATE links SET strength = max(strength, ?)"
+            " WHERE src = ? AND dst = ? AND type = ? AND subtype IS ?",
+            (strength, src, dst, type, subtype),
+        ).rowcount
+        if not updated:
+            self.conn.execute(
+                "INSERT INTO links(src, dst, type, subtype, strength, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (src, dst, type, subtype, strength, self.now),
+            )
 
     def links_of(self, ids: Sequence[int], types: Sequence[str]) -> list[LinkRow]:
         """Edges touching any of `ids` (either direction), of the given types (all when empty)."""
@@ -459,6 +469,8 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
     ) -> EventRow:
         """Append to the hash chain. Runs inside a write transaction (`BEGIN IMMEDIATE` holds
         the file's writer lock), so the chain stays linear even when several processes write."""
+        if not self.write:
+            raise ValueError("audit events are appended in write transactions only")
         when = at or self.now
         last = self.conn.execute("SELECT hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
         prev = last[0] if last else GENESIS_HASH

@@ -1,0 +1,149 @@
+"""ItemsTx.text_search: plain terms (core.text.search_terms), stemming, CJK, no query syntax,
+visibility, filters, relevance order and the ranking budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from memhub.core.models import Viewer
+from memhub.core.text import search_terms
+from memhub.store.base import NewItem, Store
+from tests.helpers import FTS_TRICKS
+from tests.store.contract import Seed, viewer
+
+ALICE = viewer("alice")
+HOSTILE = [
+    '"unterminated',
+    "(design OR (plan",
+    "{text}: x",
+    "'; DROP TABLE items; --",
+    "😀 設計",
+    "",
+    "\t\n",
+    "x" * 5_000,
+    "設計 " * 2_000,
+    "\ud800",
+    "a\x00b",
+    "ｄｅｓｉｇｎ",
+    "ﾌﾟﾗﾝ",
+    "々",
+    "e\u0301",
+    "\u200b",
+    "%_",
+]
+
+
+def found(
+    store: Store, query: str, *, who: Viewer = ALICE, kinds: Sequence[str] = (), project_id: int | None = None
+) -> list[int]:
+    """Ids `text_search` returns for the plain terms of `query`, best first."""
+    with store.transaction(write=False) as tx:
+        hits = tx.text_search(who, search_terms(query), kinds, project_id, 50)
+    return [item_id for item_id, _ in hits]
+
+
+def test_english_stemming(store: Store, seed: Seed) -> None:
+    runner = seed.item("The runners were running quickly")
+    deploy = seed.item("We deployed the service twice")
+    seed.item("Nothing related here")
+    assert found(store, "run") == [runner.id]
+    assert found(store, "runs") == [runner.id]
+    assert found(store, "deploying") == [deploy.id]
+    assert found(store, "Deploys") == [deploy.id]
+    assert found(store, "walking") == []
+
+
+def test_japanese_words_and_single_kanji_prefix(store: Store, seed: Seed) -> None:
+    design = seed.item("設計議論フェーズではプランモード不要")
+    policy = seed.item("方針を決めた")
+    seed.item("english only")
+    assert found(store, "設計") == [design.id]
+    assert found(store, "プランモード") == [design.id]
+    assert found(store, "方針") == [policy.id]
+    assert found(store, "計画") == []  # both characters occur, never together
+    assert found(store, "設") == [design.id]  # one kanji: any word starting with it
+    assert sorted(found(store, "方")) == [policy.id]
+    assert found(store, "ＤＥＳＩＧＮ") == []
+    assert search_terms("設計") == ["設計"]
+
+
+def test_operator_looking_text_is_plain(store: Store, seed: Seed) -> None:
+    words = seed.item("either or neither, and not near the column value")
+    other = seed.item("design notes")
+    assert found(store, "OR") == [words.id]
+    assert found(store, "NOT") == [words.id]
+    assert found(store, "NEAR(") == [words.id]
+    assert found(store, "col:val") == []  # two plain words, neither a column filter nor a prefix
+    assert found(store, "-design") == [other.id]
+    assert found(store, "design*") == [other.id]
+    assert found(store, '"design') == [other.id]
+    with store.transaction(write=False) as tx:
+        assert [i for i, _ in tx.text_search(ALICE, ["or", "and", "not", "near"], (), None, 10)] == [words.id]
+
+
+@pytest.mark.parametrize("query", [*FTS_TRICKS, *HOSTILE])
+def test_hostile_queries_never_raise(store: Store, seed: Seed, query: str) -> None:
+    seed.item("設計 plan mode running")
+    with store.transaction(write=False) as tx:
+        hits = tx.text_search(ALICE, search_terms(query), (), None, 10)
+    assert all(score >= 0 for _, score in hits)
+
+
+def test_no_terms_or_no_limit_find_nothing(store: Store, seed: Seed) -> None:
+    seed.item("something")
+    with store.transaction(write=False) as tx:
+        assert tx.text_search(ALICE, [], (), None, 10) == []
+        assert tx.text_search(ALICE, ["something"], (), None, 0) == []
+
+
+def test_relevance_order(store: Store, seed: Seed) -> None:
+    one = seed.item("apple pie recipe for the weekend with friends")
+    both = seed.item("apple banana")
+    seed.item("cherry")
+    with store.transaction(write=False) as tx:
+        hits = tx.text_search(ALICE, ["apple", "banana"], (), None, 10)
+        limited = tx.text_search(ALICE, ["apple", "banana"], (), None, 1)
+    assert [i for i, _ in hits] == [both.id, one.id]
+    assert all(score >= 0 for _, score in hits)
+    assert hits[0][1] >= hits[1][1]
+    assert limited == hits[:1]
+
+
+def test_respects_visibility_kinds_and_project(store: Store, seed: Seed) -> None:
+    project = seed.project("demo")
+    other = seed.project("other", owner="bob")
+    mine = seed.item("zebra in the global scope")
+    bobs_private = seed.item("zebra of bob", owner="bob", scope="user")
+    topic = seed.item("zebra topic", kind="topic")
+    in_project = seed.item("zebra project", scope="project", project_id=project)
+    in_other = seed.item("zebra elsewhere", owner="bob", scope="project", project_id=other)
+    secret = seed.item("zebra secret", boundary_class="secret")
+    assert sorted(found(store, "zebra")) == sorted([mine.id, topic.id, in_project.id])
+    assert sorted(found(store, "zebra", who=viewer("bob"))) == sorted(
+        [mine.id, bobs_private.id, topic.id, in_other.id]
+    )
+    assert found(store, "zebra", kinds=["topic"]) == [topic.id]
+    assert found(store, "zebra", project_id=project) == [in_project.id]
+    assert found(store, "zebra", project_id=other) == []
+    assert secret.id in found(store, "zebra", who=viewer("alice", boundaries=frozenset({"secret"})))
+
+
+def test_many_invisible_matches_do_not_hide_visible_ones(store: Store, seed: Seed) -> None:
+    seed.items([NewItem(kind="memory", owner="bob", scope="user", body=f"walrus {n}") for n in range(300)])
+    mine = seed.item("walrus of alice")
+    assert found(store, "walrus") == [mine.id]
+
+
+def test_budget_bounds_the_ranked_rows(store: Store, seed: Seed) -> None:
+    rows = seed.items(
+        [NewItem(kind="memory", owner="alice", scope="global", body=f"common word {n}") for n in range(60)]
+    )
+    with store.transaction(write=False) as tx:
+        unbounded = tx.text_search(ALICE, ["common"], (), None, 100)
+        bounded = tx.text_search(ALICE, ["common"], (), None, 100, budget=10)
+        rare = tx.text_search(ALICE, ["common", "word"], (), None, 100, budget=10)
+    assert {i for i, _ in unbounded} == {r.id for r in rows}
+    assert 0 < len(bounded) <= 2 * 10  # ~budget rows ranked, not all 60
+    assert 0 < len(rare) <= 2 * 10
