@@ -77,7 +77,9 @@ class Settings:
     )
     review_window_s: float = field(
         default=3600.0,
-        metadata=_meta("MEMHUB_REVIEW_WINDOW_S", "A proposal may be accepted this long after it was written."),
+        metadata=_meta(
+            "MEMHUB_REVIEW_WINDOW_S", "Seconds after it was written before a proposal may be accepted."
+        ),
     )
 
     @property
