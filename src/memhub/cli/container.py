@@ -19,6 +19,7 @@ from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
 from memhub.mcp.toolkit import Toolset
 from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, VectorIndex, make_embedder
+from memhub.services.ratelimit import Limit, RateLimiter
 from memhub.services.runtime import Runtime
 from memhub.store.base import FileSize
 from memhub.store.open import open_store
@@ -114,5 +115,13 @@ def build_container(settings: Settings, available: Sequence[Toolset] = registry.
     )
     metrics = Metrics()
     identity = Identity(principal, require_key=settings.auth == "apikey")
-    server = build_mcp_server(runtime, served, identity, metrics.observe, available=available)
+    limits = {
+        "read": Limit(settings.rate_limit_read),
+        "write": Limit(settings.rate_limit_write),
+        "admin": Limit(settings.rate_limit_admin),
+    }
+    limiter = RateLimiter(limits, lambda: runtime.clock.now().timestamp())
+    server = build_mcp_server(
+        runtime, served, identity, metrics.observe, available=available, limiter=limiter
+    )
     return Container(settings, runtime, server, principal, metrics, served)

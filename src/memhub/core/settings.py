@@ -61,6 +61,18 @@ class Settings:
     log_level: str = field(
         default="WARNING", metadata=_meta("MEMHUB_LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR (stderr).")
     )
+    rate_limit_read: int = field(
+        default=0,
+        metadata=_meta("MEMHUB_RATE_LIMIT_READ", "Read calls per minute per principal (0: unlimited)."),
+    )
+    rate_limit_write: int = field(
+        default=0,
+        metadata=_meta("MEMHUB_RATE_LIMIT_WRITE", "Write calls per minute per principal (0: unlimited)."),
+    )
+    rate_limit_admin: int = field(
+        default=0,
+        metadata=_meta("MEMHUB_RATE_LIMIT_ADMIN", "Admin calls per minute per principal (0: unlimited)."),
+    )
     agent_memory_secret: str = field(
         default="",
         metadata=_meta(
@@ -140,6 +152,9 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
             values[key] = _split(str(values[key]))
     if "port" in values:
         values["port"] = int(str(values["port"]))
+    for key in ("rate_limit_read", "rate_limit_write", "rate_limit_admin"):
+        if key in values:
+            values[key] = int(str(values[key]))
     for key in ("decision_cooldown_s", "review_window_s"):
         if key in values:
             values[key] = float(str(values[key]))

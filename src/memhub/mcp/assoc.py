@@ -98,6 +98,7 @@ TOOLS = [
         destructive=True,
         exclude_none=True,
         timeout_s=3600.0,  # a reindex of a large store embeds every item again
+        rate_class="admin",
     ),
 ]
 

@@ -37,6 +37,7 @@ from memhub.mcp.toolkit import (
     invoke,
     published_tool,
 )
+from memhub.services.ratelimit import RateLimiter
 from memhub.services.runtime import Runtime
 
 Context = ServerRequestContext[Any]
@@ -77,9 +78,10 @@ def build_mcp_server(
     *,
     output_filters: Sequence[OutputFilter] = (),
     available: Sequence[Toolset] = registry.REGISTRY,
+    limiter: RateLimiter | None = None,
 ) -> Server[Any]:
     served = registry.select(toolsets, available)
-    pipeline = Pipeline(runtime, observe, output_filters)
+    pipeline = Pipeline(runtime, observe, output_filters, limiter)
     tools: dict[str, tuple[ToolSpec, Toolset]] = {}
     for toolset in served:
         for spec in toolset.tools:

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from memhub.core.errors import CallContext, ErrorKind, MemhubError
 from memhub.core.models import Principal
 from memhub.mcp.schema import compact_schema
+from memhub.services.ratelimit import RateLimiter
 from memhub.services.runtime import Call, Progress, Runtime
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,11 @@ class ToolSpec:
     exclude_none: bool = False  # omit null fields from results (action-style tools)
     max_payload: int = DEFAULT_PAYLOAD
     timeout_s: float = DEFAULT_TIMEOUT
+    rate_class: str = ""  # "read", "write" or "admin" (services/ratelimit.py); default from read_only
+
+    @property
+    def limit_class(self) -> str:
+        return self.rate_class or ("read" if self.read_only else "write")
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,20 @@ def _payload_size(arguments: Mapping[str, Any]) -> int:
         return math.inf  # type: ignore[return-value]  # not JSON at all: over any limit
 
 
+def _rate_limit(pipeline: Pipeline, principal: Principal, spec: ToolSpec) -> None:
+    if pipeline.limiter is None:
+        return
+    verdict = pipeline.limiter.take(principal.id, spec.limit_class)
+    if not verdict.allowed:
+        wait = max(1, math.ceil(verdict.retry_after_s))
+        raise MemhubError(
+            ErrorKind.RATE_LIMITED,
+            f"rate limit reached ({verdict.limit} {spec.limit_class} calls per minute); retry after {wait} s",
+            retry_after_s=wait,
+            limit=verdict.limit,
+        )
+
+
 def _success(body: dict[str, Any]) -> types.CallToolResult:
     text = json.dumps(body, ensure_ascii=False)
     return types.CallToolResult(
@@ -140,6 +160,7 @@ class Pipeline:
     runtime: Runtime
     observe: CallObserver | None = None
     output_filters: Sequence[OutputFilter] = ()
+    limiter: RateLimiter | None = None
 
 
 async def invoke(
@@ -168,6 +189,7 @@ async def invoke(
     outcome = "ok"
     try:
         try:
+            _rate_limit(pipeline, principal, spec)
             if _payload_size(arguments) > spec.max_payload:
                 raise MemhubError(
                     ErrorKind.TOO_LARGE,
