@@ -90,14 +90,8 @@ async def test_schemas_have_no_type_arrays(tools: list[dict[str, Any]]) -> None:
 
 
 async def test_tools_list_fits_its_budget(tools: list[dict[str, Any]]) -> None:
-    """What memhub declares per tool (name, title, description, input and output schema) stays
-    within 1,000 characters a tool on average, as compact JSON.
-
-    `annotations` are left out of the count: the toolkit derives them from read_only /
-    destructive / idempotent, and its rewrite owns their form (today they repeat the title and
-    spell out hints that are defaults or meaningless for read-only tools).
-    """
-    declared = [{k: v for k, v in t.items() if k != "annotations"} for t in tools]
-    size = len(json.dumps({"tools": declared}, ensure_ascii=False, separators=(",", ":")))
+    """The whole tools/list (name, title, description, schemas, annotations) stays within
+    1,000 characters a tool on average, as compact JSON."""
+    size = len(json.dumps({"tools": tools}, ensure_ascii=False, separators=(",", ":")))
     budget = BUDGET_PER_TOOL * len(tools)
     assert size <= budget, f"tools/list declarations are {size} characters; the budget is {budget}"

@@ -7,7 +7,7 @@ from memhub.services.discussion import errors
 from memhub.services.discussion import models as m
 from memhub.services.discussion import service as s
 
-_IMMUTABLE = " Immutable: never updated or deleted."
+_IMMUTABLE = " Immutable."  # the toolset's instructions say it in full
 
 TOOLS = [
     ToolSpec(
@@ -30,7 +30,7 @@ TOOLS = [
     ),
     ToolSpec(
         "add-topic",
-        "Add a discussion topic to a project, optionally under a parent topic." + _IMMUTABLE,
+        "Add a topic to a project, optionally under a parent topic." + _IMMUTABLE,
         m.AddTopicInput,
         m.AddTopicOutput,
         transactional(s.add_topic),
@@ -57,7 +57,7 @@ TOOLS = [
     ),
     ToolSpec(
         "get-topics",
-        "List the direct child topics of a parent topic (or the top-level topics), oldest first.",
+        "Child topics of a parent topic (or top-level ones), oldest first.",
         m.TopicListInput,
         m.TopicsOutput,
         transactional(s.get_topics),
@@ -66,7 +66,7 @@ TOOLS = [
     ),
     ToolSpec(
         "get-decided-topics",
-        "Like get-topics, but only topics that have at least one decision.",
+        "Like get-topics, only topics with a decision.",
         m.TopicListInput,
         m.TopicsOutput,
         transactional(s.get_decided_topics),
@@ -75,7 +75,7 @@ TOOLS = [
     ),
     ToolSpec(
         "get-undecided-topics",
-        "Like get-topics, but only topics that have no decision yet.",
+        "Like get-topics, only topics without a decision.",
         m.TopicListInput,
         m.TopicsOutput,
         transactional(s.get_undecided_topics),
@@ -84,8 +84,7 @@ TOOLS = [
     ),
     ToolSpec(
         "get-topic-tree",
-        "Get a topic and its descendants as a tree, breadth first. When truncated is true, call "
-        "again from a child topic for the rest.",
+        "A topic and its descendants, breadth first; if truncated, call again from a child topic.",
         m.TopicTreeInput,
         m.TopicTreeOutput,
         transactional(s.get_topic_tree),
@@ -94,8 +93,7 @@ TOOLS = [
     ),
     ToolSpec(
         "get-logs",
-        "Get a topic's discussion log, oldest first, from start_id on. Pass next_start_id as "
-        "start_id for the next page.",
+        "A topic's discussion log, oldest first, from start_id on (next page: start_id=next_start_id).",
         m.PageInput,
         m.LogsOutput,
         transactional(s.get_logs),
@@ -104,7 +102,7 @@ TOOLS = [
     ),
     ToolSpec(
         "get-decisions",
-        "Get a topic's decisions, oldest first, from start_id on.",
+        "A topic's decisions, oldest first, from start_id on.",
         m.PageInput,
         m.DecisionsOutput,
         transactional(s.get_decisions),
@@ -113,7 +111,7 @@ TOOLS = [
     ),
     ToolSpec(
         "search-topics",
-        "Find a project's topics whose title or description contains the keyword. Newest first.",
+        "A project's topics whose title or description contains the keyword, newest first.",
         m.SearchInput,
         m.TopicsOutput,
         transactional(s.search_topics),
@@ -122,7 +120,7 @@ TOOLS = [
     ),
     ToolSpec(
         "search-decisions",
-        "Find a project's decisions whose decision or reason contains the keyword. Newest first.",
+        "A project's decisions whose decision or reason contains the keyword, newest first.",
         m.SearchInput,
         m.DecisionsOutput,
         transactional(s.search_decisions),

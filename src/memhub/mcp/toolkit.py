@@ -229,20 +229,33 @@ async def invoke(
 
 
 def published_tool(spec: ToolSpec) -> types.Tool:
-    """The tool as `tools/list` shows it: compact input and output schemas, annotations."""
+    """The tool as `tools/list` shows it: compact input and output schemas, annotations.
+
+    An output schema that says no more than "an object" is left out (the result is still
+    structured content): every character of tools/list costs every agent turn."""
+    output = compact_schema(spec.output_model.model_json_schema(mode="serialization"))
     return types.Tool(
         name=spec.name,
         title=spec.title,
         description=spec.description,
         input_schema=compact_schema(spec.input_model.model_json_schema()),
-        output_schema=compact_schema(spec.output_model.model_json_schema(mode="serialization")),
-        annotations=types.ToolAnnotations(
-            title=spec.title,
-            read_only_hint=spec.read_only,
-            destructive_hint=spec.destructive,
-            idempotent_hint=spec.idempotent,
-            open_world_hint=False,
-        ),
+        output_schema=None if output == {"type": "object"} else output,
+        annotations=tool_hints(spec),
+    )
+
+
+def tool_hints(spec: ToolSpec) -> types.ToolAnnotations | None:
+    """The behaviour hints clients act on. A destructive tool that writes is exactly what the
+    MCP defaults say (readOnlyHint false, destructiveHint true), so it publishes none; the
+    others state both. Idempotent only when true; no repeated title; no `openWorldHint`
+    (memhub's tools touch only its own store). Every character of tools/list costs every
+    agent turn."""
+    if spec.destructive and not spec.read_only and not spec.idempotent:
+        return None
+    return types.ToolAnnotations(
+        read_only_hint=spec.read_only,
+        destructive_hint=spec.destructive and not spec.read_only,
+        idempotent_hint=True if spec.idempotent else None,
     )
 
 

@@ -28,9 +28,9 @@ def _not_blank(value: str) -> str:
 
 SafeText = Annotated[str, AfterValidator(_clean_text)]
 RequiredText = Annotated[str, AfterValidator(_clean_text), AfterValidator(_not_blank)]
-# The upper bound is enforced but not published: no caller gets near it, and JSON clients
-# cannot even represent 2**63 - 1 exactly.
-ItemId = Annotated[int, Field(ge=1, le=MAX_ID), WithJsonSchema({"type": "integer", "minimum": 1})]
+# The bounds are enforced but not published (an id is a positive integer; JSON clients
+# cannot even represent 2**63 - 1 exactly, and tools/list is read in every agent turn).
+ItemId = Annotated[int, Field(ge=1, le=MAX_ID), WithJsonSchema({"type": "integer"})]
 
 
 def optional_means_absent(schema: dict[str, Any]) -> None:

@@ -35,7 +35,7 @@ Threshold = Annotated[
     Field(
         ge=0,
         le=1,
-        description="Minimum calibrated similarity; 0.7 keeps most real answers.",
+        description="Minimum calibrated similarity, 0-1.",
     ),
 ]
 Depth = Annotated[int, Field(ge=1, le=5, description="Association hops to follow.")]
@@ -139,7 +139,7 @@ class SearchFilters(Input):
 
 class SearchInput(Input):
     type: Literal["semantic", "tags", "timerange", "advanced", "similar"] = Field(
-        description="semantic (query, by meaning), tags (any of tags), timerange (start_time, end_time), "
+        description="semantic (query), tags, timerange (start_time, end_time), "
         "advanced (query, filters), similar (memory_id)."
     )
     query: Annotated[SafeText, Field(max_length=QUERY_CHARS)] | None = Field(
@@ -222,7 +222,7 @@ class AdminInput(Input):
         "reindex, cleanup_orphans, migrate_domain (migration_config)."
     )
     backup_path: Annotated[SafeText, Field(max_length=4096)] | None = Field(
-        None, description="Backup file on the server (default: a new one in memhub's backups folder)."
+        None, description="Backup file (default: a new one in the backups folder)."
     )
     include_data: list[Literal["memories", "projects", "sessions", "associations"]] | None = Field(
         None, description="backup: only these (default: everything)."
