@@ -26,7 +26,7 @@ from memhub.store.base import Store, Tx
 log = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.5
-MAX_PENDING = 512  # events or touched items; a call that fills the queue flushes it
+MAX_PENDING = 512  # queued events past which the call that adds one flushes the queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,20 +57,18 @@ class DeferredWrites:
         with self._lock:
             return len(self._events) + len(self._touches)
 
-    def event(self, principal: str, tool: str, outcome: str, detail: dict[str, Any], at: str) -> None:
+    def event(self, principal: str, tool: str, outcome: str, detail: dict[str, Any], at: str) -> bool:
+        """Queue an audit event; True when the queue is full and should be flushed now (by
+        the caller, off the event loop and outside any transaction of this store)."""
         with self._lock:
             self._events.append(PendingEvent(principal, tool, outcome, dict(detail), at))
-            full = len(self._events) >= self.max_pending
-        if full:
-            self.flush()
+            return len(self._events) >= self.max_pending
 
     def touch(self, item_ids: list[int]) -> None:
-        """Count one access of each item (shown at once by `pending_touches`, stored later)."""
+        """Count one access of each item (shown at once by `pending_touches`, stored later).
+        Safe inside a transaction: it never writes."""
         with self._lock:
             self._touches.update(item_ids)
-            full = len(self._touches) >= self.max_pending
-        if full:
-            self.flush()
 
     def pending_touches(self, item_id: int) -> int:
         with self._lock:

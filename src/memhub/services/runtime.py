@@ -155,5 +155,6 @@ class Call:
 
     async def record(self, outcome: str) -> None:
         """Audit a call that did not write through `transact` (reads, failures), deferred."""
-        self.runtime.deferred.event(self.principal.id, self.tool, outcome, self.detail, self.at)
+        if self.runtime.deferred.event(self.principal.id, self.tool, outcome, self.detail, self.at):
+            await self.runtime.in_thread(self.runtime.deferred.flush)
         self.audited = True
