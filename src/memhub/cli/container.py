@@ -17,6 +17,7 @@ from memhub.mcp.server import build_mcp_server
 from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, VectorIndex, make_embedder
 from memhub.services.assoc.memories import link_semantic
 from memhub.services.runtime import Runtime
+from memhub.services.vault.state import VaultState
 from memhub.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ def build_runtime(settings: Settings) -> Runtime:
         store=store, search=engine, embedding=embedding, backfill=backfill, home=settings.home,
         limiter=anyio.CapacityLimiter(4),
     )  # fmt: skip
+    runtime.vault = settings.vault_path
+    runtime.vault_state = VaultState(settings.vault_path, settings.user)
     if backfill is not None:
         # whichever toolsets this process serves, memories it embeds get their semantic links
         backfill.on_embedded = partial(link_semantic, runtime)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-TOOLSETS = ("discussion", "assoc")  # toolsets built so far; the seeds define five
+TOOLSETS = ("discussion", "assoc", "vault")  # toolsets built so far; the seeds define five
 TRANSPORTS = ("stdio", "http", "sse")
 
 
@@ -29,6 +29,12 @@ class Settings:
     )
     db: Path | None = field(
         default=None, metadata=_meta("MEMHUB_DB", "SQLite file; default: $MEMHUB_HOME/memhub.db.")
+    )
+    vault: Path | None = field(
+        default=None,
+        metadata=_meta(
+            "MEMHUB_VAULT", "Folder of Markdown notes (an Obsidian vault); default: $MEMHUB_HOME/vault."
+        ),
     )
     user: str = field(
         default="", metadata=_meta("MEMHUB_USER", "Who the stdio caller is; default: the OS user.")
@@ -64,6 +70,10 @@ class Settings:
     def db_path(self) -> Path:
         return self.db if self.db is not None else self.home / "memhub.db"
 
+    @property
+    def vault_path(self) -> Path:
+        return self.vault if self.vault is not None else self.home / "vault"
+
 
 def setting_docs() -> dict[str, tuple[str, str]]:
     """name -> (environment variable, help) for every setting."""
@@ -92,7 +102,7 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
         if raw is not None and raw != "":
             values[f.name] = raw
     values.update({k: v for k, v in overrides.items() if v is not None})
-    for key in ("home", "db"):
+    for key in ("home", "db", "vault"):
         if key in values:
             values[key] = Path(str(values[key])).expanduser()
     for key in ("toolsets", "transports"):

@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from mcp.server import MCPServer
 
 from memhub import __version__
-from memhub.mcp import assoc, discussion
+from memhub.mcp import assoc, discussion, vault
 from memhub.mcp.toolkit import CallObserver, IdentityResolver, Toolset, build_tools
 from memhub.services.runtime import Runtime
 
 TOOLSETS: dict[str, Toolset] = {
     discussion.TOOLSET.name: discussion.TOOLSET,
     assoc.TOOLSET.name: assoc.TOOLSET,
+    vault.TOOLSET.name: vault.TOOLSET,
 }
 
 INSTRUCTIONS = (
