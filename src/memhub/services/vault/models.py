@@ -14,7 +14,7 @@ from memhub.services.common import Output, RequiredText, SafeText, StrictInput
 from memhub.services.vault import config as c
 
 PATH_FIELD = Field(
-    max_length=c.MAX_PATH_CHARS, description="Path relative to the vault root, e.g. notes/a.md."
+    max_length=4 * c.MAX_PATH_CHARS, description="Path relative to the vault root, e.g. notes/a.md."
 )
 Line = Annotated[int, Field(ge=1, le=10_000_000)]
 Content = Annotated[SafeText, Field(max_length=c.MAX_CONTENT_CHARS, description="The note text (UTF-8).")]
@@ -67,7 +67,7 @@ class NextAction(Output):
 
 class LsInput(StrictInput):
     relative_dir: Annotated[
-        str | None, Field(max_length=c.MAX_PATH_CHARS, description="Folder to list (default: the root).")
+        str | None, Field(max_length=4 * c.MAX_PATH_CHARS, description="Folder to list (default: the root).")
     ] = None
 
 
@@ -186,7 +186,7 @@ class AuditOutput(Output):
 
 
 class FindScope(StrictInput):
-    relative_dir: Annotated[str | None, Field(max_length=c.MAX_PATH_CHARS)] = None
+    relative_dir: Annotated[str | None, Field(max_length=4 * c.MAX_PATH_CHARS)] = None
     glob: Annotated[str | None, Field(max_length=500, description="e.g. *.md or projects/**/*.md")] = None
 
 
@@ -279,7 +279,7 @@ class SearchInput(StrictInput):
         Field(description="regex (default; an invalid pattern falls back to plain), plain or loose."),
     ] = None
     glob: Annotated[str | None, Field(max_length=500, description="e.g. *.md or projects/**/*.md")] = None
-    relative_dir: Annotated[str | None, Field(max_length=c.MAX_PATH_CHARS)] = None
+    relative_dir: Annotated[str | None, Field(max_length=4 * c.MAX_PATH_CHARS)] = None
     limit: Annotated[
         int | None,
         Field(ge=1, le=c.SEARCH_MAX_LIMIT, description=f"default {c.SEARCH_DEFAULT_LIMIT}"),
