@@ -18,7 +18,7 @@ from urllib.parse import unquote
 from memhub.services.vault.notes import fold, headings
 from memhub.services.vault.paths import Vault
 
-_WIKI = re.compile(r"(!?)\[\[([^\[\]|#^\n]*)(?:([#^])([^\[\]|\n]*))?(?:\|[^\[\]\n]*)?\]\]")
+_WIKI = re.compile(r"(!?)\[\[([^\[\]|#\n]*)(?:#(\^?)([^\[\]|\n]*))?(?:\|[^\[\]\n]*)?\]\]")
 _MD = re.compile(r"(!?)\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _FENCE = re.compile(r"^\s*(```|~~~)")
