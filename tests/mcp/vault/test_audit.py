@@ -23,8 +23,8 @@ async def test_the_sample_summary_is_rooted_and_stops(env: VaultEnv) -> None:
     assert out == {
         "artifact_path": SUMMARY, "source_path": DESIGN, "rootless_nodes": 0, "orphan_branches": 0,
         "one_way_refs": 0, "coverage_ratio": 1.0, "uncovered_ranges_count": 0, "marginal_gain": 0.0,
-        "needs_forced_full_scan": False, "next_actions": [{"type": "stop", "confidence": 1.0, "params": None}],
-        "findings": [],
+        "needs_forced_full_scan": False, "findings": [],
+        "next_actions": [{"type": "stop", "confidence": 1.0, "params": None}],
     }  # fmt: skip
 
 
@@ -66,7 +66,7 @@ async def test_heading_links_into_the_source_root_a_node(env: VaultEnv) -> None:
     text = "# 要約\n\n- 詳細は [[設計方針#ストレージ]] を参照\n- 別の話 [[設計方針#存在しない節]]\n"
     out = await _audit(env, "a/anchors.md", text, cited_ranges=[{"start_line": 1, "end_line": 28}])
     assert out["rootless_nodes"] == 1 and out["one_way_refs"] == 1
-    ref = [f for f in out["findings"] if f["kind"] == "one_way_ref"][0]
+    ref = next(f for f in out["findings"] if f["kind"] == "one_way_ref")
     assert ref["node_id"] == "L4" and "no such heading" in ref["message"]
 
 
