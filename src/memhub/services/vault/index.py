@@ -37,7 +37,8 @@ class Changes:
 class NoteIndex:
     """What the store holds for each note, and the mtime scan that keeps it in step."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval_s: float = SYNC_INTERVAL_S) -> None:
+        self.interval_s = interval_s
         self._stamps: dict[str, tuple[int, int]] = {}
         self._stored: dict[str, tuple[str, list[int]]] | None = None  # path -> (sha, item ids)
         self._last_scan = float("-inf")
@@ -48,7 +49,7 @@ class NoteIndex:
         changes = Changes()
         now = time.monotonic()
         with self._lock:
-            due = now - self._last_scan >= SYNC_INTERVAL_S
+            due = now - self._last_scan >= self.interval_s
             if due:
                 self._last_scan = now
             stamps = dict(self._stamps)
