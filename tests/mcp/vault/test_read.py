@@ -21,6 +21,7 @@ async def test_ls_lists_one_folder_with_sizes(env: VaultEnv) -> None:
         "projects/memhub/Release checklist.md",
         "projects/memhub/diagram.png",
         DESIGN,
+        "projects/memhub/運用メモ.md",
     ]
     assert await env.code("vault_ls", relative_dir="nope") == "not_found"
     assert await env.code("vault_ls", relative_dir="README.md") == "invalid_path"

@@ -56,7 +56,7 @@ async def test_glob_relative_dir_and_limit(env: VaultEnv) -> None:
     by_name = await env.ok("vault_search", query="の", mode="plain", glob="*要約.md")
     assert {r["path"] for r in by_name["results"]} == {"summaries/設計要約.md"}
     by_path = await env.ok("vault_search", query="の", mode="plain", glob="projects/**/*.md")
-    assert {r["path"] for r in by_path["results"]} == {DESIGN}
+    assert {r["path"] for r in by_path["results"]} == {DESIGN, "projects/memhub/運用メモ.md"}
     limited = await env.ok("vault_search", query="の", mode="plain", limit=2)
     assert len(limited["results"]) == 2 and limited["truncated"] is True
     default = await env.ok("vault_search", query=".", mode="regex")

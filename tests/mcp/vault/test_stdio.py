@@ -16,6 +16,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_vault_flow_over_stdio(tmp_path: Path) -> None:
     root = sample_vault(tmp_path)
+    (root / "redos.md").write_text("a" * 40 + "b\n", encoding="utf-8")
     params = stdio_params(tmp_path / "m.db", "alice", "--toolsets", "vault", "--vault", str(root))
     async with Client(params) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
@@ -38,7 +39,6 @@ async def test_vault_flow_over_stdio(tmp_path: Path) -> None:
             "code"
         ] == "out_of_scope"
         started = time.monotonic()
-        (root / "redos.md").write_text("a" * 40 + "b\n", encoding="utf-8")
         redos = await ok(client, "vault_search", query="(a|aa)+$")
         assert redos["truncated"] is True and time.monotonic() - started < 5
         assert (await ok(client, "vault_ls", relative_dir="daily"))["entries"][-1][

@@ -38,7 +38,7 @@ async def _search(env: VaultEnv, query: str, principal: str = "alice") -> list[d
 def _fast_sync(env: VaultEnv) -> None:
     state = env.container.runtime.vault_state
     assert state is not None
-    state.index.interval_s = 0.0  # scan on every call (default: at most every 2 s)
+    state.interval_s = 0.0  # walk the vault on every call (default: at most every 2 s)
 
 
 async def test_sections_are_items_with_a_way_back(env: VaultEnv) -> None:

@@ -66,7 +66,7 @@ def _walk(
     relative_dir = scope.relative_dir if scope else None
     glob = scope.glob if scope else None
     everything = set(range(len(loose.terms)))
-    for rel, st in notes_in_scope(state.vault, relative_dir, glob):
+    for rel, st in notes_in_scope(state, relative_dir, glob):
         if walk.files >= c.FIND_HARD_LIMIT_FILES:
             walk.cutoff = "hard_limit"
             break
@@ -78,8 +78,10 @@ def _walk(
         if note is None:
             walk.warnings += 1
             continue
-        for section in note.sections:
-            walk.nodes += 1
+        walk.nodes += len(note.spans)
+        if exact not in note.exact and (not loose.terms or loose.score(note.loose) < c.LOOSE_MIN_SCORE):
+            continue  # no node of this note can match: a section holds a part of the note's keys
+        for section in note.sections():
             if exact in section.exact:
                 walk.candidates.append(
                     Candidate(rel, section.start, section.end, 0, 1.0, frozenset(everything))

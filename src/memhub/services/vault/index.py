@@ -12,16 +12,19 @@ SYNC_BATCH_FILES files per call.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memhub.core.hashing import content_hash
 from memhub.core.models import Scope, Viewer
-from memhub.services.vault.config import SYNC_BATCH_FILES, SYNC_INTERVAL_S
+from memhub.services.vault.config import SYNC_BATCH_FILES
 from memhub.services.vault.notes import Note, NoteCache
 from memhub.services.vault.paths import Vault
 from memhub.store.base import ItemQuery, NewItem, Tx
+
+if TYPE_CHECKING:
+    from memhub.services.vault.state import Listing
 
 NOTE = "note"
 ALL_NOTES = 10_000_000
@@ -37,26 +40,26 @@ class Changes:
 class NoteIndex:
     """What the store holds for each note, and the mtime scan that keeps it in step."""
 
-    def __init__(self, interval_s: float = SYNC_INTERVAL_S) -> None:
-        self.interval_s = interval_s
+    def __init__(self) -> None:
         self._stamps: dict[str, tuple[int, int]] = {}
         self._stored: dict[str, tuple[str, list[int]]] | None = None  # path -> (sha, item ids)
-        self._last_scan = float("-inf")
+        self._generation = -1
         self._lock = threading.Lock()
 
-    def scan(self, vault: Vault, cache: NoteCache, *, force: set[str] | None = None) -> Changes:
-        """Notes changed since the last scan (all of them when the interval elapsed, else `force`)."""
+    def scan(
+        self, vault: Vault, cache: NoteCache, listing: Listing, *, force: set[str] | None = None
+    ) -> Changes:
+        """Notes changed since the last scan: all of them when `listing` is a new walk of the
+        vault, else only the paths in `force`."""
         changes = Changes()
-        now = time.monotonic()
         with self._lock:
-            due = now - self._last_scan >= self.interval_s
+            due = listing.generation != self._generation
             if due:
-                self._last_scan = now
+                self._generation = listing.generation
             stamps = dict(self._stamps)
         if due:
             alive: set[str] = set()
-            root = vault.resolve(None, allow_root=True)
-            for rel, st in vault.text_files(root):
+            for rel, st in listing.files:
                 alive.add(rel)
                 stamp = (st.st_mtime_ns, st.st_size)
                 if stamps.get(rel) != stamp and len(changes.notes) < SYNC_BATCH_FILES:
@@ -121,7 +124,7 @@ class NoteIndex:
 def _items(note: Note, owner: str) -> list[NewItem]:
     name = Path(note.rel).stem
     items = []
-    for section in note.sections:
+    for section in note.spans:
         body = "\n".join(note.lines[section.start - 1 : section.end]).strip()
         if not body:
             continue

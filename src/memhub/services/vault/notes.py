@@ -89,17 +89,27 @@ def headings(lines: list[str]) -> list[Heading]:
 
 
 @dataclass(frozen=True, slots=True)
-class Section:
+class Span:
     start: int  # 1-based, inclusive
+    end: int
+    heading: str | None
+    a: int  # the section's slice of Note.exact / Note.loose
+    b: int
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    start: int
     end: int
     heading: str | None
     exact: str  # fold(text)
     loose: str  # loose_fold(text)
 
 
-def sections(lines: list[str], title: str = "") -> list[Section]:
-    """Heading sections (see the module doc), each with its folded text; `title` (the file
-    name) is folded into the first section so a note is found by its name."""
+def spans(lines: list[str], title: str = "") -> tuple[list[Span], str]:
+    """Heading sections (see the module doc) and the note's folded text: the sections' folded
+    texts joined by newlines (a folded query has none, so it never spans two sections).
+    `title` (the file name) is folded into the first section so a note is found by its name."""
     bounds: list[tuple[int, int, str | None]] = []
     fm = front_matter_end(lines)
     if fm:
@@ -112,14 +122,24 @@ def sections(lines: list[str], title: str = "") -> list[Section]:
         end = starts[i + 1][0] - 1 if i + 1 < len(starts) else len(lines)
         for piece in range(line, end + 1, SECTION_MAX_LINES):
             bounds.append((piece, min(end, piece + SECTION_MAX_LINES - 1), text or None))
-    out: list[Section] = []
+    out: list[Span] = []
+    parts: list[str] = []
+    offset = 0
     for index, (start, end, heading) in enumerate(bounds):
         text = "\n".join(lines[start - 1 : end])
         if index == 0 and title:
             text = f"{title}\n{text}"
-        exact = fold(text)
-        out.append(Section(start, end, heading, exact, exact.translate(_KANA)))
-    return out
+        folded = fold(text)
+        out.append(Span(start, end, heading, offset, offset + len(folded)))
+        parts.append(folded)
+        offset += len(folded) + 1
+    return out, "\n".join(parts)
+
+
+def sections(lines: list[str], title: str = "") -> list[Section]:
+    found, exact = spans(lines, title)
+    loose = exact.translate(_KANA)
+    return [Section(s.start, s.end, s.heading, exact[s.a : s.b], loose[s.a : s.b]) for s in found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +183,15 @@ class Note:
     text: str
     lines: tuple[str, ...]
     sha256: str
-    sections: tuple[Section, ...]
+    spans: tuple[Span, ...]
+    exact: str  # every section folded (Stage 0), newline-separated
+    loose: str  # the same, katakana folded to hiragana (Stage 1); offsets as in `exact`
+
+    def sections(self) -> list[Section]:
+        return [
+            Section(s.start, s.end, s.heading, self.exact[s.a : s.b], self.loose[s.a : s.b])
+            for s in self.spans
+        ]
 
 
 def parse_note(rel: str, data: bytes, mtime_ns: int) -> Note | None:
@@ -171,7 +199,7 @@ def parse_note(rel: str, data: bytes, mtime_ns: int) -> Note | None:
     if text is None:
         return None
     lines = split_lines(text)
-    stem_name = Path(rel).stem
+    found, exact = spans(lines, Path(rel).stem)
     return Note(
         rel=rel,
         mtime_ns=mtime_ns,
@@ -179,7 +207,9 @@ def parse_note(rel: str, data: bytes, mtime_ns: int) -> Note | None:
         text=text,
         lines=tuple(lines),
         sha256=hashlib.sha256(data).hexdigest(),
-        sections=tuple(sections(lines, stem_name)),
+        spans=tuple(found),
+        exact=exact,
+        loose=exact.translate(_KANA),
     )
 
 

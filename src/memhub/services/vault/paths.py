@@ -144,22 +144,35 @@ class Vault:
         return real == self.root or self.root in real.parents
 
     def text_files(self, start: Target) -> Iterator[tuple[str, os.stat_result]]:
-        """(relative path, stat) of every note under `start`, in path order: dot folders
-        (.obsidian, .git, .trash, .system) and dot files skipped, symlinks kept only when
-        they resolve inside the vault."""
+        """(relative path, stat) of every note under `start`, in path order (a folder's files,
+        then its sub-folders): dot folders (.obsidian, .git, .trash, .system) and dot files
+        skipped, folder symlinks not followed, file symlinks kept only when they resolve
+        inside the vault."""
         if not start.path.is_dir():
             return
-        for folder, dirs, files in os.walk(start.path):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            base = Path(folder)
-            for name in sorted(files):
-                if not is_text_name(name):
+        root = str(self.root)
+        stack = [str(start.path)]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as scan:
+                    entries = sorted(scan, key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs = []
+            for entry in entries:
+                if entry.name.startswith("."):
                     continue
-                path = base / name
                 try:
-                    st = path.stat()
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.path)
+                        continue
+                    if not is_text_name(entry.name):
+                        continue
+                    if entry.is_symlink() and not self.inside(Path(entry.path)):
+                        continue
+                    st = entry.stat()
                 except OSError:
                     continue
-                if path.is_symlink() and not self.inside(path):
-                    continue
-                yield path.relative_to(self.root).as_posix(), st
+                yield entry.path[len(root) + 1 :], st
+            stack.extend(reversed(subdirs))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import regex
 
 from memhub.core.errors import invalid
-from memhub.services.vault.paths import Vault
+from memhub.services.vault.state import VaultState
 
 MAX_WILDCARDS = 16
 
@@ -65,10 +65,12 @@ def glob_matcher(glob: str | None) -> Callable[[str], bool]:
 
 
 def notes_in_scope(
-    vault: Vault, relative_dir: str | None, glob: str | None
+    state: VaultState, relative_dir: str | None, glob: str | None
 ) -> Iterator[tuple[str, os.stat_result]]:
-    start = vault.existing_dir(relative_dir)
+    """The notes of the vault's current listing under `relative_dir` matching `glob`."""
+    start = state.vault.existing_dir(relative_dir)
+    prefix = start.rel + "/" if start.rel else ""
     matches = glob_matcher(glob)
-    for rel, st in vault.text_files(start):
-        if matches(rel):
+    for rel, st in state.listing().files:
+        if rel.startswith(prefix) and matches(rel):
             yield rel, st

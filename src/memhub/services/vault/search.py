@@ -11,6 +11,7 @@ holding at least LOOSE_MIN_SCORE of the query's loose keys, best first.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import regex
 
@@ -33,7 +34,7 @@ def snippet(line: str, at: int = 0) -> str:
 
 def _notes(state: VaultState, args: m.SearchInput) -> list[Note]:
     notes = []
-    for rel, st in notes_in_scope(state.vault, args.relative_dir, args.glob):
+    for rel, st in notes_in_scope(state, args.relative_dir, args.glob):
         note = state.cache.get(state.vault.root, rel, st.st_mtime_ns, st.st_size)
         if note is not None:
             notes.append(note)
@@ -44,26 +45,45 @@ def _plain(notes: list[Note], query: str, limit: int) -> list[m.SearchHit]:
     needle = fold(query)
     hits: list[m.SearchHit] = []
     for note in notes:
-        if not any(needle in s.exact for s in note.sections):
+        if needle not in note.exact:
             continue
-        for number, line in enumerate(note.lines, 1):
-            if needle in fold(line):
-                hits.append(m.SearchHit(path=note.rel, snippet=snippet(line), line=number))
-                if len(hits) > limit:
-                    return hits
+        for section in note.sections():
+            if needle not in section.exact:
+                continue
+            for number in range(section.start, section.end + 1):
+                line = note.lines[number - 1]
+                if needle in fold(line):
+                    hits.append(m.SearchHit(path=note.rel, snippet=snippet(line), line=number))
+                    if len(hits) > limit:
+                        return hits
     return hits
 
 
-def _loose(notes: list[Note], query: str, limit: int) -> list[m.SearchHit]:
+def _loose_lines(notes: list[Note], query: str) -> Iterator[tuple[float, str, int, str]]:
     loose = loose_query(query)
-    scored: list[tuple[float, str, int, str]] = []
     for note in notes:
-        if not any(loose.score(s.loose) >= c.LOOSE_MIN_SCORE for s in note.sections):
+        if loose.score(note.loose) < c.LOOSE_MIN_SCORE:
             continue
-        for number, line in enumerate(note.lines, 1):
-            score = loose.score(loose_fold(line))
-            if score >= c.LOOSE_MIN_SCORE:
-                scored.append((-score, note.rel, number, line))
+        for section in note.sections():
+            if loose.score(section.loose) < c.LOOSE_MIN_SCORE:
+                continue  # a line holds a part of its section's keys
+            for number in range(section.start, section.end + 1):
+                line = note.lines[number - 1]
+                score = loose.score(loose_fold(line))
+                if score >= c.LOOSE_MIN_SCORE:
+                    yield score, note.rel, number, line
+
+
+def _loose(notes: list[Note], query: str, limit: int) -> list[m.SearchHit]:
+    """Best first, then in path order: once more than `limit` lines hold every key, no later
+    line can rank above them, so the walk stops there."""
+    scored: list[tuple[float, str, int, str]] = []
+    perfect = 0
+    for score, rel, number, line in _loose_lines(notes, query):
+        scored.append((-score, rel, number, line))
+        perfect += score >= 1.0
+        if perfect > limit:
+            break
     scored.sort()
     return [m.SearchHit(path=rel, snippet=snippet(line), line=n) for _s, rel, n, line in scored[: limit + 1]]
 

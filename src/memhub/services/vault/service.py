@@ -35,8 +35,10 @@ async def run(call: Call, work: Callable[[VaultState], T], *, wrote_ref: list[st
     state = vault_state(call)
     result = await call.runtime.in_thread(lambda: work(state))
     force = {wrote_ref[0]} if wrote_ref and wrote_ref[0] else None
+    if force:
+        state.invalidate()  # the client sees its own write at once
     changes: Changes = await call.runtime.in_thread(
-        lambda: state.index.scan(state.vault, state.cache, force=force)
+        lambda: state.index.scan(state.vault, state.cache, state.listing(), force=force)
     )
     try:
         await call.transact(lambda tx: state.index.apply(tx, state.vault, changes))
