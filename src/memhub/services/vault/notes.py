@@ -20,6 +20,7 @@ import hashlib
 import re
 import threading
 import unicodedata
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,10 +107,12 @@ class Section:
     loose: str  # loose_fold(text)
 
 
-def spans(lines: list[str], title: str = "") -> tuple[list[Span], str]:
-    """Heading sections (see the module doc) and the note's folded text: the sections' folded
-    texts joined by newlines (a folded query has none, so it never spans two sections).
-    `title` (the file name) is folded into the first section so a note is found by its name."""
+def spans(lines: list[str], title: str = "") -> tuple[list[Span], str, array[int]]:
+    """Heading sections (see the module doc), the note's folded text and where each line's
+    folded text lies in it (start, end pairs). A section's text is its lines folded one by
+    one and joined by a space (so a query may span lines); sections are joined by newlines
+    (a folded query has none, so it never spans two sections). `title` (the file name) is
+    folded into the first section so a note is found by its name."""
     bounds: list[tuple[int, int, str | None]] = []
     fm = front_matter_end(lines)
     if fm:
@@ -124,20 +127,27 @@ def spans(lines: list[str], title: str = "") -> tuple[list[Span], str]:
             bounds.append((piece, min(end, piece + SECTION_MAX_LINES - 1), text or None))
     out: list[Span] = []
     parts: list[str] = []
+    where = array("i", bytes(8 * len(lines)))
     offset = 0
     for index, (start, end, heading) in enumerate(bounds):
-        text = "\n".join(lines[start - 1 : end])
-        if index == 0 and title:
-            text = f"{title}\n{text}"
-        folded = fold(text)
-        out.append(Span(start, end, heading, offset, offset + len(folded)))
-        parts.append(folded)
-        offset += len(folded) + 1
-    return out, "\n".join(parts)
+        pieces = [fold(title)] if index == 0 and title else []
+        length = len(pieces[0]) if pieces else 0
+        for number in range(start, end + 1):
+            folded = fold(lines[number - 1])
+            if folded:
+                length += 1 if pieces else 0
+                pieces.append(folded)
+            where[2 * number - 2] = offset + length
+            length += len(folded)
+            where[2 * number - 1] = offset + length
+        out.append(Span(start, end, heading, offset, offset + length))
+        parts.append(" ".join(pieces))
+        offset += length + 1
+    return out, "\n".join(parts), where
 
 
 def sections(lines: list[str], title: str = "") -> list[Section]:
-    found, exact = spans(lines, title)
+    found, exact, _where = spans(lines, title)
     loose = exact.translate(_KANA)
     return [Section(s.start, s.end, s.heading, exact[s.a : s.b], loose[s.a : s.b]) for s in found]
 
@@ -151,7 +161,11 @@ class LooseQuery:
             return 0.0
         total = 0.0
         for keys in self.terms:
-            total += sum(1 for key in keys if key in loose_text) / len(keys)
+            hits = 0
+            for key in keys:
+                if key in loose_text:
+                    hits += 1
+            total += hits / len(keys)
         return total / len(self.terms)
 
     def keys_found(self, loose_text: str) -> set[int]:
@@ -186,6 +200,13 @@ class Note:
     spans: tuple[Span, ...]
     exact: str  # every section folded (Stage 0), newline-separated
     loose: str  # the same, katakana folded to hiragana (Stage 1); offsets as in `exact`
+    where: array[int]  # line n's folded text is exact[where[2n-2]:where[2n-1]]
+
+    def line_exact(self, number: int) -> str:
+        return self.exact[self.where[2 * number - 2] : self.where[2 * number - 1]]
+
+    def line_loose(self, number: int) -> str:
+        return self.loose[self.where[2 * number - 2] : self.where[2 * number - 1]]
 
     def sections(self) -> list[Section]:
         return [
@@ -199,7 +220,7 @@ def parse_note(rel: str, data: bytes, mtime_ns: int) -> Note | None:
     if text is None:
         return None
     lines = split_lines(text)
-    found, exact = spans(lines, Path(rel).stem)
+    found, exact, where = spans(lines, Path(rel).stem)
     return Note(
         rel=rel,
         mtime_ns=mtime_ns,
@@ -210,6 +231,7 @@ def parse_note(rel: str, data: bytes, mtime_ns: int) -> Note | None:
         spans=tuple(found),
         exact=exact,
         loose=exact.translate(_KANA),
+        where=where,
     )
 
 

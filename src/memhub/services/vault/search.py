@@ -10,15 +10,15 @@ holding at least LOOSE_MIN_SCORE of the query's loose keys, best first.
 
 from __future__ import annotations
 
+import bisect
 import time
-from collections.abc import Iterator
 
 import regex
 
 from memhub.services.runtime import Call
 from memhub.services.vault import config as c
 from memhub.services.vault import models as m
-from memhub.services.vault.notes import Note, fold, loose_fold, loose_query
+from memhub.services.vault.notes import LooseQuery, Note, fold, loose_query
 from memhub.services.vault.scope import notes_in_scope
 from memhub.services.vault.service import run
 from memhub.services.vault.state import VaultState
@@ -47,45 +47,71 @@ def _plain(notes: list[Note], query: str, limit: int) -> list[m.SearchHit]:
     for note in notes:
         if needle not in note.exact:
             continue
-        for section in note.sections():
-            if needle not in section.exact:
+        for span in note.spans:
+            if needle not in note.exact[span.a : span.b]:
                 continue
-            for number in range(section.start, section.end + 1):
-                line = note.lines[number - 1]
-                if needle in fold(line):
+            for number in range(span.start, span.end + 1):
+                if needle in note.line_exact(number):
+                    line = note.lines[number - 1]
                     hits.append(m.SearchHit(path=note.rel, snippet=snippet(line), line=number))
                     if len(hits) > limit:
                         return hits
     return hits
 
 
-def _loose_lines(notes: list[Note], query: str) -> Iterator[tuple[float, str, int, str]]:
-    loose = loose_query(query)
+def _perfect_lines(
+    notes: list[Note], loose: LooseQuery, limit: int, note_scores: list[float]
+) -> list[tuple[float, str, int, str]] | None:
+    """The first `limit` + 1 lines holding every key, in path order, if there are that many
+    (then nothing can rank before them); fills `note_scores` on the way."""
+    found: list[tuple[float, str, int, str]] = []
     for note in notes:
-        if loose.score(note.loose) < c.LOOSE_MIN_SCORE:
+        score = loose.score(note.loose)
+        note_scores.append(score)
+        if score < 1.0:
             continue
-        for section in note.sections():
-            if loose.score(section.loose) < c.LOOSE_MIN_SCORE:
-                continue  # a line holds a part of its section's keys
-            for number in range(section.start, section.end + 1):
-                line = note.lines[number - 1]
-                score = loose.score(loose_fold(line))
-                if score >= c.LOOSE_MIN_SCORE:
-                    yield score, note.rel, number, line
+        for span in note.spans:
+            if loose.score(note.loose[span.a : span.b]) < 1.0:
+                continue
+            for number in range(span.start, span.end + 1):
+                if loose.score(note.line_loose(number)) >= 1.0:
+                    found.append((-1.0, note.rel, number, note.lines[number - 1]))
+                    if len(found) > limit:
+                        return found
+    return None
 
 
 def _loose(notes: list[Note], query: str, limit: int) -> list[m.SearchHit]:
-    """Best first, then in path order: once more than `limit` lines hold every key, no later
-    line can rank above them, so the walk stops there."""
-    scored: list[tuple[float, str, int, str]] = []
-    perfect = 0
-    for score, rel, number, line in _loose_lines(notes, query):
-        scored.append((-score, rel, number, line))
-        perfect += score >= 1.0
-        if perfect > limit:
-            break
-    scored.sort()
-    return [m.SearchHit(path=rel, snippet=snippet(line), line=n) for _s, rel, n, line in scored[: limit + 1]]
+    """Lines scoring at least LOOSE_MIN_SCORE, best first, then in path order.
+
+    When more than `limit` lines hold every key, the first of them in path order are the
+    answer. Otherwise: a line holds a part of its section's keys, so a section's score bounds
+    its lines'; sections are visited best first, and the walk stops once `limit` + 1 lines
+    rank before anything the next section could hold.
+    """
+    loose = loose_query(query)
+    note_scores: list[float] = []
+    found = _perfect_lines(notes, loose, limit, note_scores)
+    if found is None:
+        sections: list[tuple[float, str, int, int, int]] = []  # (-score, path, start, end, note index)
+        for index, note in enumerate(notes):
+            if note_scores[index] < c.LOOSE_MIN_SCORE:
+                continue
+            for span in note.spans:
+                score = loose.score(note.loose[span.a : span.b])
+                if score >= c.LOOSE_MIN_SCORE:
+                    sections.append((-score, note.rel, span.start, span.end, index))
+        sections.sort()
+        found = []
+        for bound, rel, start, end, index in sections:
+            if len(found) > limit and found[limit][:3] <= (bound, rel, start):
+                break
+            note = notes[index]
+            for number in range(start, end + 1):
+                score = loose.score(note.line_loose(number))
+                if score >= c.LOOSE_MIN_SCORE:
+                    bisect.insort(found, (-score, rel, number, note.lines[number - 1]))
+    return [m.SearchHit(path=rel, snippet=snippet(line), line=n) for _s, rel, n, line in found[: limit + 1]]
 
 
 def _regex(
