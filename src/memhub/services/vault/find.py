@@ -81,18 +81,15 @@ def _walk(
         walk.nodes += len(note.spans)
         if exact not in note.exact and (not loose.terms or loose.score(note.loose) < c.LOOSE_MIN_SCORE):
             continue  # no node of this note can match: a section holds a part of the note's keys
-        for section in note.sections():
-            if exact in section.exact:
-                walk.candidates.append(
-                    Candidate(rel, section.start, section.end, 0, 1.0, frozenset(everything))
-                )
+        for span in note.spans:
+            if exact in note.exact[span.a : span.b]:
+                walk.candidates.append(Candidate(rel, span.start, span.end, 0, 1.0, frozenset(everything)))
             elif loose.terms:
-                score = loose.score(section.loose)
+                text = note.loose[span.a : span.b]
+                score = loose.score(text)
                 if score >= c.LOOSE_MIN_SCORE:
-                    terms = frozenset(loose.keys_found(section.loose))
-                    walk.candidates.append(
-                        Candidate(rel, section.start, section.end, 1, round(score, 4), terms)
-                    )
+                    terms = frozenset(loose.keys_found(text))
+                    walk.candidates.append(Candidate(rel, span.start, span.end, 1, round(score, 4), terms))
             if len(walk.candidates) >= cap:
                 walk.cutoff = "candidate_cap"
                 return walk

@@ -208,12 +208,6 @@ class Note:
     def line_loose(self, number: int) -> str:
         return self.loose[self.where[2 * number - 2] : self.where[2 * number - 1]]
 
-    def sections(self) -> list[Section]:
-        return [
-            Section(s.start, s.end, s.heading, self.exact[s.a : s.b], self.loose[s.a : s.b])
-            for s in self.spans
-        ]
-
 
 def parse_note(rel: str, data: bytes, mtime_ns: int) -> Note | None:
     text = decode(data)

@@ -177,11 +177,11 @@ async def vault_coverage(call: Call, args: m.CoverageInput) -> m.CoverageOutput:
             actions = [m.NextAction(type="artifact_audit", confidence=0.8, params={"source_path": rel})]
         else:
             actions = [scan_action(rel, uncovered, 0.9)]
-        call.detail.update(
+        call.detail.update(  # at most 100 ranges of each: the audit log stays small
             path=rel,
             coverage_ratio=ratio,
-            covered_ranges=as_dicts(covered),
-            uncovered_ranges=as_dicts(uncovered),
+            covered_ranges=as_dicts(covered[:100]),
+            uncovered_ranges=as_dicts(uncovered[:100]),
         )
         return m.CoverageOutput(
             path=rel,
