@@ -3,17 +3,20 @@ the vault is its owner's; every call is audited with seed §6 fields and never n
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
 from memhub.auth.identity import Identity
+from memhub.cli.container import build_container
 from memhub.core.models import Principal, Viewer
 from memhub.mcp.server import build_mcp_server
 from memhub.store.base import ItemQuery
-from tests.helpers import error
-from tests.mcp.vault.conftest import DESIGN, VaultEnv
+from tests.conftest import make_settings
+from tests.helpers import error, ok
+from tests.mcp.vault.conftest import DESIGN, VaultEnv, sample_vault
 
 pytestmark = pytest.mark.anyio
 OPS = "projects/memhub/運用メモ.md"
@@ -70,6 +73,22 @@ async def test_edits_outside_memhub_reach_the_store(env: VaultEnv) -> None:
     backup = next(i for i in items if i.attrs["path"] == OPS and i.attrs["lines"] == [6, 10])
     assert "30 日間" in backup.body
     assert (await _search(env, "量子もつれ"))[0]["path"] == "日記/新しいメモ.md"
+
+
+async def test_notes_deleted_while_memhub_was_stopped_leave_the_store(tmp_path: Path) -> None:
+    root = sample_vault(tmp_path)
+    settings = make_settings(tmp_path, vault=root, toolsets=("vault",))
+    for step in range(2):
+        container = build_container(settings)
+        async with Client(container.server) as client:
+            await ok(client, "vault_ls")
+            env = VaultEnv(root, container, client)
+            paths = {item.attrs["path"] for item in _notes(env)}
+        container.close()
+        if step == 0:
+            assert "README.md" in paths
+            (root / "README.md").unlink()
+    assert "README.md" not in paths and DESIGN in paths
 
 
 async def test_memhub_writes_are_indexed_at_once(env: VaultEnv) -> None:

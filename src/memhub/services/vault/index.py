@@ -35,6 +35,7 @@ class Changes:
     notes: dict[str, Note | None] = field(default_factory=dict)  # path -> new note (None: gone)
     stamps: dict[str, tuple[int, int]] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)
+    alive: set[str] | None = None  # every note of a new walk (None: no walk this time)
 
 
 class NoteIndex:
@@ -66,6 +67,7 @@ class NoteIndex:
                     changes.notes[rel] = cache.get(vault.root, rel, *stamp)
                     changes.stamps[rel] = stamp
             changes.gone = set(stamps) - alive
+            changes.alive = alive
             cache.prune(alive)
         for rel in force or ():
             path = vault.root / rel
@@ -91,7 +93,10 @@ class NoteIndex:
         """Write `changes` to the store in `tx`; the number of notes (re)indexed or dropped."""
         stored = self._stored if self._stored is not None else self._load(tx, vault.owner)
         touched = 0
-        for rel in changes.gone:
+        gone = set(changes.gone)
+        if changes.alive is not None:  # notes deleted while no memhub was watching, too
+            gone |= set(stored) - changes.alive
+        for rel in gone:
             _sha, ids = stored.pop(rel, ("", []))
             if ids:
                 tx.delete_items(ids)
