@@ -42,6 +42,7 @@ ATTACKS = [
     ("a" * 300 + ".md", "invalid_path"),
     ("a/" * 700 + "x.md", "invalid_path"),
     ("", "invalid_path"),
+    ("notes/", "invalid_path"),  # a file path cannot name a folder
     ("link-out/secret.md", "out_of_scope"),  # a folder symlink pointing outside
     ("escape.md", "out_of_scope"),  # a file symlink pointing outside
 ]
@@ -86,7 +87,7 @@ async def test_every_tool_refuses_the_path(env: VaultEnv, outside: Path, raw: st
         ("artifact_audit", {"artifact_path": raw, "source_path": "README.md"}),
         ("artifact_audit", {"artifact_path": "README.md", "source_path": raw}),
     ]
-    if raw:  # an empty folder is the root
+    if raw and not raw.endswith("/"):  # an empty folder is the root; a folder may end in /
         calls += [
             ("vault_ls", {"relative_dir": raw}),
             ("vault_search", {"query": "SECRET", "relative_dir": raw}),

@@ -39,6 +39,7 @@ GROUNDING_MIN_RATIO = 0.6  # a node is grounded when this share of its loose key
 # files
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 MAX_NOTE_BYTES = 4 * 1024 * 1024  # larger files are skipped by find/search (counted in warnings)
+MAX_READ_BYTES = 64 * 1024 * 1024  # larger files are refused by read, scan, coverage and writes
 MAX_CONTENT_CHARS = 1_000_000  # vault_create / vault_write / vault_replace input
 MAX_PATH_CHARS = 1_024
 MAX_NAME_BYTES = 255

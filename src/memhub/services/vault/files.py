@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid
-from memhub.services.vault.config import MAX_NOTE_BYTES
+from memhub.services.vault.config import MAX_READ_BYTES
 from memhub.services.vault.notes import decode
 from memhub.services.vault.paths import TEMP_MARK
 
@@ -39,8 +39,8 @@ def _io_error(exc: OSError) -> MemhubError:
 
 def read_bytes(path: Path) -> tuple[bytes, Snapshot]:
     st = path.stat()
-    if st.st_size > MAX_NOTE_BYTES:
-        raise invalid(f"the file is larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB")
+    if st.st_size > MAX_READ_BYTES:
+        raise invalid(f"the file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
     data = path.read_bytes()
     return data, Snapshot(st.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest())
 

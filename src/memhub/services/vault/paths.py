@@ -56,6 +56,8 @@ def _segments(raw: str, *, allow_root: bool) -> list[str]:
         or any(s in (".", "..") for s in folded.split("/"))
     ):
         raise invalid_path("path contains Unicode look-alikes of path separators or dots")
+    if raw.endswith("/") and not allow_root:
+        raise invalid_path("a file path must not end with '/'")
     text = raw.removesuffix("/") if len(raw) > 1 else raw
     if text in ("", "."):
         if allow_root:
