@@ -29,12 +29,13 @@ def vault_state(call: Call) -> VaultState:
     return state
 
 
-async def run(call: Call, work: Callable[[VaultState], T], *, wrote_ref: list[str] | None = None) -> T:
+async def run(call: Call, work: Callable[[VaultState], T], *, writes: bool = False) -> T:
     """`work(state)` on a worker thread, then the index sync and the audit event in one transaction.
-    `wrote_ref`: a box `work` fills with the path it wrote, indexed now whatever the scan interval."""
+    `writes`: the note `work` wrote (its `call.detail["path"]`) is indexed now, whatever the interval."""
     state = vault_state(call)
     result = await call.runtime.in_thread(lambda: work(state))
-    force = {wrote_ref[0]} if wrote_ref and wrote_ref[0] else None
+    written = call.detail.get("path") if writes else None
+    force = {str(written)} if written else None
     if force:
         state.invalidate()  # the client sees its own write at once
     changes: Changes = await call.runtime.in_thread(

@@ -58,11 +58,9 @@ async def vault_create(call: Call, args: m.CreateInput) -> m.WrittenOutput:
             snap = atomic_write(target.path, data, base=None)
         state.saw(target.rel, snap.sha256)
         call.detail.update(path=target.rel, written_bytes=len(data))
-        created[0] = target.rel
         return m.WrittenOutput(written_path=target.rel, written_bytes=len(data))
 
-    created = [""]
-    return await run(call, work, wrote_ref=created)
+    return await run(call, work, writes=True)
 
 
 async def vault_write(call: Call, args: m.WriteInput) -> m.WrittenOutput:
@@ -91,11 +89,9 @@ async def vault_write(call: Call, args: m.WriteInput) -> m.WrittenOutput:
             snap = atomic_write(target.path, data, base=base)
         state.saw(target.rel, snap.sha256)
         call.detail.update(path=target.rel, mode=args.mode, written_bytes=len(payload))
-        written[0] = target.rel
         return m.WrittenOutput(written_path=target.rel, written_bytes=len(payload))
 
-    written = [""]
-    return await run(call, work, wrote_ref=written)
+    return await run(call, work, writes=True)
 
 
 async def vault_replace(call: Call, args: m.ReplaceInput) -> m.ReplaceOutput:
@@ -118,8 +114,6 @@ async def vault_replace(call: Call, args: m.ReplaceInput) -> m.ReplaceOutput:
             snap = atomic_write(target.path, new.encode("utf-8"), base=base)
         state.saw(target.rel, snap.sha256)
         call.detail.update(path=target.rel, replacements=count)
-        written[0] = target.rel
         return m.ReplaceOutput(written_path=target.rel, replacements=count)
 
-    written = [""]
-    return await run(call, work, wrote_ref=written)
+    return await run(call, work, writes=True)
