@@ -3,9 +3,11 @@ the vault is its owner's; every call is audited with seed §6 fields and never n
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -150,3 +152,30 @@ async def test_calls_are_audited_without_note_text(env: VaultEnv) -> None:
     }
     for event in events.values():
         assert "swordfish" not in str(event.detail) and "合言葉" not in str(event.detail)
+
+
+async def test_calls_are_logged_to_stderr_without_note_text(
+    env: VaultEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="memhub.vault"):
+        await env.ok("vault_create", path="inbox/log.md", content="秘密の本文 hunter2\n")
+        await env.ok("vault_read", path="inbox/log.md", range={"start_line": 1})
+    lines = [r.getMessage() for r in caplog.records if r.name == "memhub.vault"]
+    assert lines == [
+        'vault_create {"path": "inbox/log.md", "written_bytes": 24}',
+        'vault_read {"path": "inbox/log.md", "truncated": false}',
+    ]
+    assert "hunter2" not in caplog.text
+
+
+async def test_concurrent_appends_through_memhub_all_land(env: VaultEnv) -> None:
+    await env.ok("vault_create", path="inbox/many.md", content="")
+
+    async def append(i: int) -> None:
+        await env.ok("vault_write", path="inbox/many.md", content=f"- {i}\n", mode="append")
+
+    async with anyio.create_task_group() as tasks:
+        for i in range(12):
+            tasks.start_soon(append, i)
+    lines = (env.root / "inbox/many.md").read_text(encoding="utf-8").splitlines()
+    assert sorted(lines) == sorted(f"- {i}" for i in range(12))
