@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,19 @@ async def test_japanese_names_and_spaces_are_fine(env: VaultEnv) -> None:
     assert (await env.ok("vault_read", path="projects/memhub/Release checklist.md", full=True))["text"]
     created = await env.ok("vault_create", path="新しい フォルダ/メモ (1).md", content="こんにちは\n")
     assert created["written_path"] == "新しい フォルダ/メモ (1).md"
+
+
+async def test_decomposed_and_composed_names_meet(env: VaultEnv) -> None:
+    """A note named on macOS (NFD: カ + ゛) is found from the composed name, and the reverse."""
+    nfd = unicodedata.normalize("NFD", "ガイド")
+    assert nfd != "ガイド"
+    (env.root / nfd).mkdir()
+    (env.root / nfd / "メモ.md").write_text("# ガイド\n", encoding="utf-8")
+    read = await env.ok("vault_read", path="ガイド/メモ.md", full=True)
+    assert read["text"] == "# ガイド"
+    await env.ok("vault_write", path="ガイド/メモ.md", content="- 追記\n", mode="append")
+    assert (env.root / nfd / "メモ.md").read_text(encoding="utf-8") == "# ガイド\n- 追記\n"
+    (env.root / "ダウンロード.md").write_text("x\n", encoding="utf-8")
+    assert (await env.ok("vault_read", path=unicodedata.normalize("NFD", "ダウンロード.md"), full=True))[
+        "text"
+    ] == "x"

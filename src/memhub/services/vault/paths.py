@@ -117,11 +117,33 @@ class Vault:
 
     def resolve(self, raw: str | None, *, allow_root: bool = False) -> Target:
         parts = _segments(raw or "", allow_root=allow_root or raw is None)
-        real = Path(os.path.realpath(self.root.joinpath(*parts)))
+        joined = self.root.joinpath(*parts)
+        if parts and not os.path.lexists(joined):
+            joined = self._same_name(parts)
+        real = Path(os.path.realpath(joined))
         if real != self.root and self.root not in real.parents:
             raise out_of_scope("path resolves outside the vault (a symlink points out)")
         rel = real.relative_to(self.root).as_posix()
         return Target("" if rel == "." else rel, real)
+
+    def _same_name(self, parts: list[str]) -> Path:
+        """`parts` with each missing name replaced by an existing one equal to it in NFC: a note
+        named on macOS (decomposed `ガ` = `カ` + `゛`) is found from a composed name, and back."""
+        current = self.root
+        for part in parts:
+            candidate = current / part
+            if not os.path.lexists(candidate) and current.is_dir():
+                wanted = unicodedata.normalize("NFC", part)
+                try:
+                    names = os.listdir(current)
+                except OSError:
+                    names = []
+                for name in names:
+                    if unicodedata.normalize("NFC", name) == wanted:
+                        candidate = current / name
+                        break
+            current = candidate
+        return current
 
     def existing_file(self, raw: str) -> Target:
         target = self.resolve(raw)
