@@ -3,7 +3,9 @@ the vault is its owner's; every call is audited with seed §6 fields and never n
 
 from __future__ import annotations
 
+import json
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +181,37 @@ async def test_concurrent_appends_through_memhub_all_land(env: VaultEnv) -> None
             tasks.start_soon(append, i)
     lines = (env.root / "inbox/many.md").read_text(encoding="utf-8").splitlines()
     assert sorted(lines) == sorted(f"- {i}" for i in range(12))
+
+
+def _wiki_edges(env: VaultEnv) -> set[tuple[str, int, str, int]]:
+    """(source path, source section start, target path, target section start) of every wiki link."""
+    query = (
+        "SELECT s.attrs, d.attrs FROM links l JOIN items s ON s.id = l.src JOIN items d ON d.id = l.dst"
+        " WHERE l.type = 'wiki_link'"
+    )
+    with sqlite3.connect(env.container.settings.db_path) as conn:
+        rows = conn.execute(query).fetchall()
+    edges = set()
+    for src, dst in rows:
+        a, b = json.loads(src), json.loads(dst)
+        edges.add((a["path"], a["lines"][0], b["path"], b["lines"][0]))
+    return edges
+
+
+async def test_wiki_links_become_edges_between_sections(env: VaultEnv) -> None:
+    _fast_sync(env)
+    checklist = "projects/memhub/Release checklist.md"
+    await env.ok("vault_ls")
+    edges = _wiki_edges(env)
+    assert (DESIGN, 23, checklist, 1) in edges  # 安全 section -> [[Release checklist]]
+    assert (checklist, 1, DESIGN, 1) in edges  # See also [[設計方針]]
+    assert ("summaries/設計要約.md", 1, DESIGN, 1) in edges  # front matter source: "[[設計方針]]"
+    # the target re-indexed after an outside edit: the link into it follows the new items
+    note = env.root / checklist
+    note.write_text(note.read_text(encoding="utf-8") + "- edited outside\n", encoding="utf-8")
+    await env.ok("vault_ls")
+    assert (DESIGN, 23, checklist, 1) in _wiki_edges(env)
+    # a link written before its target exists is made when the target appears
+    await env.ok("vault_create", path="inbox/a.md", content="# A\n\n次は [[まだない]] を書く\n")
+    await env.ok("vault_create", path="inbox/まだない.md", content="# まだない\n")
+    assert ("inbox/a.md", 1, "inbox/まだない.md", 1) in _wiki_edges(env)

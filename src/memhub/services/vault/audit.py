@@ -215,7 +215,7 @@ def _orphans(nodes: list[Node], audit: Audit) -> None:
 def _refs(
     state: VaultState, artifact: str, lines: list[str], source: str, nodes: list[Node], audit: Audit
 ) -> None:
-    names = Names(state.vault)
+    names = Names.of_vault(state.vault)
     checked: dict[str, bool] = {}
     seen: set[tuple[str, str | None]] = set()
     for link in links(lines):

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from memhub.core.hashing import content_hash
 from memhub.core.models import Scope, Viewer
 from memhub.services.vault.config import SYNC_BATCH_FILES
-from memhub.services.vault.notes import Note, NoteCache
+from memhub.services.vault.links import Names, links
+from memhub.services.vault.notes import Note, NoteCache, fold
 from memhub.services.vault.paths import Vault
 from memhub.store.base import ItemQuery, NewItem, Tx
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from memhub.services.vault.state import Listing
 
 NOTE = "note"
+WIKI_LINK = "wiki_link"
 ALL_NOTES = 10_000_000
 
 
@@ -36,6 +38,7 @@ class Changes:
     stamps: dict[str, tuple[int, int]] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)
     alive: set[str] | None = None  # every note of a new walk (None: no walk this time)
+    paths: list[str] = field(default_factory=list)  # every note of the current walk
 
 
 class NoteIndex:
@@ -46,6 +49,8 @@ class NoteIndex:
         self._stored: dict[str, tuple[str, list[int]]] | None = None  # path -> (sha, item ids)
         self._generation = -1
         self._lock = threading.Lock()
+        # wiki links whose target was not indexed yet: folded target name -> linking items
+        self._pending: dict[str, set[int]] = {}
 
     def scan(
         self, vault: Vault, cache: NoteCache, listing: Listing, *, force: set[str] | None = None
@@ -58,6 +63,7 @@ class NoteIndex:
             if due:
                 self._generation = listing.generation
             stamps = dict(self._stamps)
+        changes.paths = [rel for rel, _st in listing.files]
         if due:
             alive: set[str] = set()
             for rel, st in listing.files:
@@ -101,18 +107,60 @@ class NoteIndex:
             if ids:
                 tx.delete_items(ids)
                 touched += 1
+        indexed: dict[str, tuple[Note, list[tuple[int, int, int]]]] = {}
+        incoming: dict[str, set[int]] = {}
         for rel, note in changes.notes.items():
             old_sha, old_ids = stored.get(rel, ("", []))
             if note is not None and note.sha256 == old_sha:
                 continue
-            if old_ids:
+            if old_ids:  # links into the old items go with them: remember their sources
+                old = set(old_ids)
+                edges = tx.links_of(old_ids, (WIKI_LINK,))
+                incoming[rel] = {e.src for e in edges if e.dst in old and e.src not in old}
                 tx.delete_items(old_ids)
             stored.pop(rel, None)
             if note is not None:
-                stored[rel] = (note.sha256, [tx.insert_item(item).id for item in _items(note, vault.owner)])
+                rows = [(tx.insert_item(item).id, *item.attrs["lines"]) for item in _items(note, vault.owner)]
+                stored[rel] = (note.sha256, [item_id for item_id, _s, _e in rows])
+                indexed[rel] = (note, rows)
             touched += 1
+        if indexed:
+            self._link(tx, stored, indexed, incoming, Names(changes.paths))
         self._stored = stored
         return touched
+
+    def _link(
+        self,
+        tx: Tx,
+        stored: dict[str, tuple[str, list[int]]],
+        indexed: dict[str, tuple[Note, list[tuple[int, int, int]]]],
+        incoming: dict[str, set[int]],
+        names: Names,
+    ) -> None:
+        """`wiki_link` edges from the section holding a link to the first item of its target."""
+        alive = {item for _sha, ids in stored.values() for item in ids}
+
+        def first(rel: str) -> int | None:
+            ids = stored.get(rel, ("", []))[1]
+            return ids[0] if ids else None
+
+        for rel, (note, rows) in indexed.items():
+            target_id = first(rel)
+            for source in self._pending.pop(_key(rel), set()) | incoming.get(rel, set()):
+                if target_id is not None and source in alive and source != target_id:
+                    tx.upsert_link(source, target_id, WIKI_LINK, None, 1.0)
+            for link in links(note.lines):
+                if not link.target:
+                    continue
+                holder = next((i for i, start, end in rows if start <= link.line <= end), None)
+                if holder is None:
+                    continue
+                target = names.resolve(link, rel)
+                dst = first(target) if target else None
+                if dst is None:
+                    self._pending.setdefault(_key(link.target), set()).add(holder)
+                elif dst != holder:
+                    tx.upsert_link(holder, dst, WIKI_LINK, None, 1.0)
 
     def committed(self, changes: Changes) -> None:
         """Remember the stamps once the transaction that applied `changes` committed."""
@@ -124,6 +172,12 @@ class NoteIndex:
     def rolled_back(self) -> None:
         """A failed transaction: reload what the store holds on the next apply."""
         self._stored = None
+
+
+def _key(target: str) -> str:
+    """A link target's name as the pending links are keyed: folded, without folder and `.md`."""
+    name = target.rsplit("/", 1)[-1]
+    return fold(name[:-3] if name.lower().endswith(".md") else name)
 
 
 def _items(note: Note, owner: str) -> list[NewItem]:

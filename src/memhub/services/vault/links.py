@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import unquote
@@ -58,18 +59,25 @@ def links(lines: list[str] | tuple[str, ...]) -> list[Link]:
 class Names:
     """Every file of the vault (dot folders skipped), by path and by folded name."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, paths: Iterable[str]) -> None:
         self.paths: set[str] = set()
         self.by_name: dict[str, list[str]] = {}
+        for rel in paths:
+            name = rel.rsplit("/", 1)[-1]
+            self.paths.add(rel)
+            self.by_name.setdefault(fold(name), []).append(rel)
+            if name.lower().endswith(".md"):
+                self.by_name.setdefault(fold(name[:-3]), []).append(rel)
+
+    @classmethod
+    def of_vault(cls, vault: Vault) -> Names:
+        """Every file of the vault, attachments included (dot folders skipped)."""
+        found: list[str] = []
         for folder, dirs, files in os.walk(vault.root):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             base = PurePosixPath(os.path.relpath(folder, vault.root))
-            for name in files:
-                rel = str(base / name) if str(base) != "." else name
-                self.paths.add(rel)
-                self.by_name.setdefault(fold(name), []).append(rel)
-                if name.lower().endswith(".md"):
-                    self.by_name.setdefault(fold(name[:-3]), []).append(rel)
+            found += [str(base / name) if str(base) != "." else name for name in files]
+        return cls(found)
 
     def resolve(self, link: Link, source: str) -> str | None:
         """The vault path `link` (in note `source`) points to, or None."""
