@@ -21,6 +21,7 @@ from memhub.mcp.toolkit import Toolset
 from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, VectorIndex, make_embedder
 from memhub.services.ratelimit import Limit, RateLimiter
 from memhub.services.runtime import Runtime
+from memhub.services.vault.state import VaultState
 from memhub.store.base import FileSize
 from memhub.store.open import open_store
 
@@ -101,6 +102,8 @@ def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.RE
         store=store, search=engine, embedding=embedding, backfill=backfill, home=settings.home,
         limiter=anyio.CapacityLimiter(4),
     )  # fmt: skip
+    runtime.vault = settings.vault_path
+    runtime.vault_state = VaultState(settings.vault_path, settings.user)
     _embedded_hooks(runtime, available)
     return runtime
 

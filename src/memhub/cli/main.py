@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memhub {__version__}")
     parser.add_argument("--home", help="data directory (env MEMHUB_HOME)")
     parser.add_argument("--db", help="SQLite database file (env MEMHUB_DB)")
+    parser.add_argument("--vault", help="folder of Markdown notes (env MEMHUB_VAULT)")
     parser.add_argument("--user", help="local user name (env MEMHUB_USER)")
     parser.add_argument("--project", help="current project name (env MEMHUB_PROJECT)")
     parser.add_argument("--log-level", dest="log_level", help="stderr log level (env MEMHUB_LOG_LEVEL)")
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     apikey.add_argument("action", choices=["create", "revoke", "list"])
     apikey.add_argument("name", nargs="?", help="the user the key belongs to")
     apikey.add_argument("--admin", action="store_true", help="give the user the admin role")
-    for name in ("home", "db", "user", "project"):
+    for name in ("home", "db", "vault", "user", "project"):
         serve.add_argument(f"--{name}", dest=f"serve_{name}", help=argparse.SUPPRESS)
 
     commands.add_parser("doctor", help="verify the database and the audit chain")
@@ -69,6 +70,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         for key in (
             "home",
             "db",
+            "vault",
             "user",
             "project",
             "log_level",
@@ -80,7 +82,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "auth",
         )
     }
-    for name in ("home", "db", "user", "project"):
+    for name in ("home", "db", "vault", "user", "project"):
         late = getattr(args, f"serve_{name}", None)
         if late is not None:
             overrides[name] = late

@@ -32,6 +32,12 @@ class Settings:
             "MEMHUB_DB", "Database: a SQLite file path or sqlite:///path; default: $MEMHUB_HOME/memhub.db."
         ),
     )
+    vault: Path | None = field(
+        default=None,
+        metadata=_meta(
+            "MEMHUB_VAULT", "Folder of Markdown notes (an Obsidian vault); default: $MEMHUB_HOME/vault."
+        ),
+    )
     user: str = field(
         default="", metadata=_meta("MEMHUB_USER", "Who the stdio caller is; default: the OS user.")
     )
@@ -114,6 +120,10 @@ class Settings:
             raise ValueError(f"{self.db_url} is not a SQLite file")
         return Path(rest.removeprefix("/") if rest.startswith("//") else rest)
 
+    @property
+    def vault_path(self) -> Path:
+        return self.vault if self.vault is not None else self.home / "vault"
+
 
 def setting_docs() -> dict[str, tuple[str, str]]:
     """name -> (environment variable, help) for every setting."""
@@ -147,6 +157,8 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
     if "db" in values:
         db = str(values["db"])
         values["db"] = db if "://" in db else str(Path(db).expanduser())
+    if "vault" in values:
+        values["vault"] = Path(str(values["vault"])).expanduser()
     for key in ("toolsets", "transports"):
         if isinstance(values.get(key), str):
             values[key] = _split(str(values[key]))

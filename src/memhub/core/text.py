@@ -161,6 +161,11 @@ def _stem(word: str) -> str:
     return word
 
 
+def stem(word: str) -> str:
+    """The light stem of a normalised English word (running -> run, deploys -> deploy)."""
+    return _stem(word)
+
+
 def term_coverage(query: str) -> Callable[[str], float]:
     """A function of a text: the share (0-1) of `query`'s keyword terms it contains. English
     words are compared after light stemming, stopwords ignored; a CJK run must appear whole.

@@ -255,7 +255,7 @@ def tool_hints(spec: ToolSpec) -> types.ToolAnnotations | None:
     return types.ToolAnnotations(
         read_only_hint=spec.read_only,
         destructive_hint=spec.destructive and not spec.read_only,
-        idempotent_hint=True if spec.idempotent else None,
+        idempotent_hint=True if spec.idempotent and not spec.read_only else None,
     )
 
 

@@ -95,13 +95,14 @@ def _shallow(prop: dict[str, Any]) -> dict[str, Any]:
 def envelope_only(schema: dict[str, Any]) -> None:
     """`json_schema_extra` for a tool's result model: publish its envelope, not the records in it.
 
-    The published `outputSchema` keeps the top-level fields, their JSON types, descriptions
-    and which are always present; the records inside (topics, memories, ...) are described
+    The published `outputSchema` keeps the top-level fields, their JSON types and
+    descriptions; the records inside (topics, memories, ...) are described
     by the tool and its documentation. That keeps `tools/list` lean (output schemas were
     more than half of it) while clients still validate the result's shape. The server
     itself checks every result against the full model.
     """
     schema["properties"] = {name: _shallow(prop) for name, prop in schema["properties"].items()}
+    schema.pop("required", None)  # which fields are always there: the tool's description says it
 
 
 def _envelope(schema: dict[str, Any]) -> None:

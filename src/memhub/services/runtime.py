@@ -27,6 +27,7 @@ from memhub.store.base import Store, Tx
 if TYPE_CHECKING:
     from memhub.search.embedding import EmbeddingService
     from memhub.search.engine import SearchEngine, VectorBackfill
+    from memhub.services.vault.state import VaultState
 
 T = TypeVar("T")
 SETTLE_SECONDS = 1.0  # a read that depends on vectors waits at most this long for pending ones
@@ -43,6 +44,8 @@ class Runtime:
     embedding: EmbeddingService | None = None
     backfill: VectorBackfill | None = None
     home: Path | None = None  # where backups go by default
+    vault: Path | None = None  # the vault root (seed 001)
+    vault_state: VaultState | None = None  # its caches and store index, built with `vault`
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(4))
     deferred: DeferredWrites = field(init=False)
 
