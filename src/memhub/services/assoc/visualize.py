@@ -148,7 +148,7 @@ async def visualize(call: Call, args: m.VisualizeInput) -> m.VisualizeOutput:
             return _domain_graph(tx, call, args)
         return _charts(tx, call, args)
 
-    result = await call.transact(work)
+    result = await call.read(work)
     return m.VisualizeOutput(
         type=args.type, format=args.format, content=result.content, nodes=result.nodes, edges=result.edges,
         truncated=result.truncated,
