@@ -31,6 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from memhub.mcp import registry  # noqa: E402
 from tests.clients.node import installed, node_tools  # noqa: E402
 from tests.helpers import MEMHUB, free_port, wait_http  # noqa: E402
 
@@ -112,7 +113,8 @@ def check_inspector(inspector: Inspector) -> list[str]:
     tools = listed.get("result", {}).get("tools", [])
     findings = listed.get("schemaFindings", [])
     n_findings = sum(len(f.get("findings", [])) for f in findings)
-    expect(code == 0 and len(tools) == 20, f"tools/list: {len(tools)} tools (exit {code})")
+    served = sum(len(toolset.tools) for toolset in registry.REGISTRY)
+    expect(code == 0 and len(tools) == served, f"tools/list: {len(tools)} tools (exit {code})")
     expect(n_findings == 0, f"tools/list --strict: {n_findings} schema portability findings")
 
     def body(result: dict[str, Any]) -> dict[str, Any]:
