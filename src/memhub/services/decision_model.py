@@ -81,9 +81,10 @@ def marked(text: str, via: str) -> str:
 
 
 def target_key(target: str) -> str:
-    """The identity of a target for dedup and reflection: NFKC, case-folded, spaces squeezed
-    (`Database  Policy` and `database policy` are one target)."""
-    return " ".join(unicodedata.normalize("NFKC", target).casefold().split())
+    """The identity of a target for dedup and reflection: NFKC, case-folded, `_` and `-` read
+    as spaces, spaces squeezed (`database_policy` and `Database Policy` are one target)."""
+    text = unicodedata.normalize("NFKC", target).casefold().replace("_", " ").replace("-", " ")
+    return " ".join(text.split())
 
 
 def target_of(row: ItemRow) -> str:

@@ -172,8 +172,11 @@ def time_left(call: Call, proposal: Proposal) -> float:
 
 
 def _duration(seconds: float) -> str:
+    """`1 h`, `59 min 56 s`, `5 s`."""
     minutes, secs = divmod(max(0, math.ceil(seconds)), 60)
-    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+    hours, minutes = divmod(minutes, 60)
+    parts = [f"{n} {unit}" for n, unit in ((hours, "h"), (minutes, "min"), (secs, "s")) if n]
+    return " ".join(parts) or "0 s"
 
 
 def _gate(tx: Tx, call: Call, secret: str | None) -> None:

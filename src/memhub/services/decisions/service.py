@@ -258,3 +258,67 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
         results=results,
         note=None if caught_up else PENDING_NOTE,
     )
+
+
+# -- for people (the CLI) ---------------------------------------------------------------------
+
+
+async def deprecate(call: Call, decision_id: str, reason: str) -> DecisionRecord:
+    """Retire a decision without a successor (`deprecated` in searches)."""
+    actor = call.principal
+    if len(reason.strip()) < 10:
+        raise invalid("reason: must be at least 10 characters")
+
+    def work(tx: Tx) -> DecisionRecord:
+        (record,) = visible_decisions(tx, actor, [decision_id], "decision")
+        assert record.project_id is not None
+        access.project(tx, actor, record.project_id, Need.WRITE)
+        if record.status in ("superseded", "deprecated"):
+            raise conflict(f"{record.public_id} is already {record.status}")
+        if actor.via == "mcp" and record.human:
+            raise errors.isolation(f"{record.public_id} was recorded by a person")
+        decision_model.deprecate(tx, actor, record, reason.strip())
+        row = tx.get_item(access.viewer(tx, actor), record.id, kinds=(DECISION,))
+        assert row is not None
+        return decision_model.records(tx, [row])[0]
+
+    return await call.transact(work)
+
+
+def listing(
+    tx: Tx, actor: Principal, *, status: str | None, target: str | None, limit: int
+) -> list[DecisionRecord]:
+    """The current project's decisions, newest first, optionally of one status or target."""
+    project = tx.get_project_by_name(actor.default_project or "")
+    if project is None:
+        return []
+    access.project(tx, actor, project.id, Need.READ, label=f"project {project.name!r}")
+    rows = tx.query_items(
+        access.viewer(tx, actor),
+        ItemQuery(kinds=(DECISION,), project_id=project.id, order="id_desc", limit=10_000),
+    )
+    key = decision_model.target_key(target) if target else None
+    found = [
+        r
+        for r in decision_model.records(tx, rows)
+        if status in (None, r.status) and key in (None, decision_model.target_key(r.target))
+    ]
+    return found[:limit]
+
+
+def details(tx: Tx, actor: Principal, decision_id: str) -> dict[str, object]:
+    """One decision in full: its view, rationale, author, successors and supersede chain."""
+    (record,) = visible_decisions(tx, actor, [decision_id], "decision")
+    viewer = access.viewer(tx, actor)
+    walk = decision_model.chains(tx, viewer, [record.id])
+    edges = [(link.src, link.dst) for link in walk.edges.values()]
+    chain = ranking.components(walk.reached, edges)[record.id]
+    return {
+        **view(tx, record).model_dump(),
+        "rationale": record.rationale,
+        "author": record.author,
+        "origin": record.origin,
+        "superseded_by": [public_id(i) for i in record.superseded_by],
+        "chain": [public_id(i) for i in chain],
+        "shown_as": decision_model.marked(record.title, record.via),
+    }
