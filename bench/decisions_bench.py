@@ -6,7 +6,8 @@ For each size: seed a fresh database with that many decisions, written in-proces
 one decision model (about 2,000 targets, so chains of superseded versions: 60 % of the writes
 on a target supersede its current decision; 10 % by a person, 3 % drafts, 2 % deprecated),
 with vectors for every decision when `--embedder` is not `none` (the texts the backfill would
-embed). Then start `memhub serve` over stdio (method of bench/latency.py) and time
+embed). Then start `memhub serve` over stdio (method of bench/latency.py; one passive OpenMP
+thread), wait until the model is loaded and every vector indexed, and time
 `--queries` calls of search_decisions in each mode (limit 5) and of record_decision. Prints
 p50/p95 in milliseconds and the server's resident memory; writes
 bench/results/decisions_latency.json.
@@ -36,6 +37,8 @@ from memhub.store.sqlite import SqliteStore
 AGENT = Principal(id="bench", via="mcp", default_project="bench")
 PERSON = Principal(id="bench", via="cli", default_project="bench")
 BATCH = 1000
+# numpy/ONNX in the server on one passive thread, as `make bench` and the assoc benchmark run it
+SERVER_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "PATH": "/usr/bin:/bin"}
 
 
 def seed(db: Path, n: int) -> int:
@@ -97,7 +100,7 @@ def embed_all(db: Path, embedder_name: str) -> float:
 
 
 async def measure(
-    db: Path, queries: int, embedder: str
+    db: Path, n: int, queries: int, embedder: str
 ) -> tuple[dict[str, dict[str, float]], dict[str, float] | None]:
     rng = random.Random(17)
     words = [*SUBJECTS_EN, *SUBJECTS_JA, "sqlite retry", "plan mode", "設計 レビュー", "no-such-word"]
@@ -114,8 +117,18 @@ async def measure(
             {"title": f"bench decision {i}", "target": f"target {i % 50}", "rationale": "measured write"},
         ),
     }
-    async with memhub_server(db, transport="stdio", embedder=embedder) as (client, server_pid):
-        for _ in range(20):  # warm up (and load the vector index)
+    server = memhub_server(db, transport="stdio", embedder=embedder, env=SERVER_ENV)
+    async with server as (client, server_pid):
+        deadline = time.monotonic() + 600
+        while embedder != "none":  # the model loaded and every vector indexed (assoc's health_check)
+            result = await client.call_tool("admin", {"action": "health_check"})
+            details = (result.structured_content or {}).get("details", {})
+            if details.get("embedder_ready") and details.get("vectors_indexed", 0) >= n:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"index did not warm up: {details}")
+            await anyio.sleep(0.2)
+        for _ in range(20):  # warm up
             await client.call_tool("search_decisions", {"query": "warm up"})
         results = await time_calls(client, ops, queries, 2)
         rss = rss_mib(server_pid)
@@ -139,7 +152,7 @@ def main() -> None:
             targets = seed(db, size)
             seeded = time.perf_counter() - started
             embedded = embed_all(db, args.embedder) if args.embedder != "none" else 0.0
-            results, rss = anyio.run(measure, db, args.queries, args.embedder)
+            results, rss = anyio.run(measure, db, size, args.queries, args.embedder)
         report["sizes"][size] = {
             "seed_s": round(seeded, 1),
             "embed_s": round(embedded, 1),
