@@ -73,6 +73,6 @@ def test_decisions_latency_with_vectors(tmp_path: Path) -> None:
     assert report["embedder"] == "hash"
     size = report["sizes"]["100"]
     check_ops(size["ops"], {"search strict", "search balanced", "search audit", "record_decision"})
-    assert size["targets"] == 20 and size["embed_s"] > 0
+    assert size["targets"] == 20 and size["embed_s"] >= 0
     check_rss(size["rss_mib"])
     assert "100 decisions on 20 targets" in output
