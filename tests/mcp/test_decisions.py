@@ -501,3 +501,35 @@ async def test_lifecycle_record_conflict_reflect_accept(env: Env, tmp_path: Path
     audit = await _search(env, "MySQL PostgreSQL database", "audit", limit=20)
     assert {r["id"]: r["status"] for r in audit} == {new: "active", first: "superseded", second: "superseded"}
     assert all(r["chain"] == sorted([first, second, new], key=lambda i: int(i[4:])) for r in audit)
+
+
+async def test_reflect_tells_duplicates_by_the_shared_embeddings(tmp_path: Path) -> None:
+    """Same target, same text: `duplicate` by the cosine of the embedder's vectors; different
+    texts on one target: `conflict`. A second reflection proposes nothing new."""
+    from memhub.services.decisions import reflect
+
+    container = _container(tmp_path, embedder="hash")
+    try:
+        async with Client(container.server) as client:
+            for _ in range(2):
+                await ok(
+                    client, "record_decision", title="Use ruff", target="lint", rationale="one fast linter"
+                )
+            await ok(client, "record_decision", title="Use MySQL", target="db", rationale="the team knows it")
+            await ok(
+                client,
+                "record_decision",
+                title="Use PostgreSQL",
+                target="DB",
+                rationale="JSON columns matter",
+            )
+        call = Call(container.runtime, Principal("alice", via="cli", default_project="demo"), "cli.reflect")
+        written = await reflect.reflect(call)
+        kinds = {
+            meta["target"]: (meta["kind"], meta["supersedes"])
+            for meta, _ in (proposals.parse(p.read_text(encoding="utf-8")) for p in written)
+        }
+        assert kinds == {"lint": ("duplicate", ["dec_1", "dec_2"]), "DB": ("conflict", ["dec_3", "dec_4"])}
+        assert await reflect.reflect(call) == []
+    finally:
+        container.close()
