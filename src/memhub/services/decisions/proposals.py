@@ -276,12 +276,14 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
         written.append(current)
         return record
 
+    committed = False
     try:
         record = await call.transact(work)
-    except BaseException:
-        for original in written:  # the decision was not committed: the proposal stays open
-            _replace(original.path, original.text)
-        raise
+        committed = True
+    finally:
+        if not committed:  # the decision was not recorded: the proposal stays open
+            for original in written:
+                _replace(original.path, original.text)
     old = ", ".join(public_id(i) for i in record.supersedes)
     replaced = f", superseding {old}" if old else ""
     return m.BaseResponse(
