@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/cold_start.py --runs 10
 	$(BIN)/python bench/latency.py --sizes 1000,10000,100000
 	$(BIN)/python bench/assoc_latency.py --sizes 1000,10000,100000 --embedder e5+use
+	$(BIN)/python bench/decisions_bench.py --sizes 10000 --embedder use
 
 ## bench-quality: retrieval quality on LoCoMo and the Japanese/English set, per embedder (~40 min)
 bench-quality: $(STAMP)

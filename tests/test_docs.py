@@ -40,7 +40,7 @@ def _contains(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-@pytest.mark.parametrize("doc", ["discussion.md", "assoc.md", "vault.md"])
+@pytest.mark.parametrize("doc", ["discussion.md", "assoc.md", "vault.md", "decisions.md"])
 async def test_doc_examples_run(doc: str, tmp_path: Path) -> None:
     examples = _examples(DOCS / doc)
     assert examples, f"{doc} has no runnable examples"
@@ -52,6 +52,8 @@ async def test_doc_examples_run(doc: str, tmp_path: Path) -> None:
             body = error_body(result) if result.is_error else result.structured_content
             if "error" in example:
                 assert result.is_error and _contains(body, {"error": example["error"]}), (example, body)
+            elif "error_body" in example:  # a toolset whose error body is not an {"error": ...} envelope
+                assert result.is_error and _contains(body, example["error_body"]), (example, body)
             else:
                 assert not result.is_error and _contains(body, example["result"]), (example, body)
     container.close()

@@ -64,3 +64,15 @@ def test_assoc_latency_over_http_with_import(tmp_path: Path) -> None:
     assert imported["embed_catch_up_s"] > 0 and imported["vectors_per_s"] > 0
     check_rss(imported["rss_mib"])
     assert "1,000/1,000" in output and "embedding catch-up" in output
+
+
+def test_decisions_latency_with_vectors(tmp_path: Path) -> None:
+    report, output = run_bench(
+        tmp_path, "decisions_bench.py", "--sizes", "100", "--queries", "3", "--embedder", "hash"
+    )
+    assert report["embedder"] == "hash"
+    size = report["sizes"]["100"]
+    check_ops(size["ops"], {"search strict", "search balanced", "search audit", "record_decision"})
+    assert size["targets"] == 20 and size["embed_s"] >= 0
+    check_rss(size["rss_mib"])
+    assert "100 decisions on 20 targets" in output

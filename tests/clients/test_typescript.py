@@ -102,7 +102,7 @@ def test_tools_list(report: dict[str, Any]) -> None:
     tools = _results(report)[0]["tools"]
     names = {t["name"] for t in tools}
     assert len(names) == sum(len(t.tools) for t in registry.REGISTRY)
-    assert {"get-topics", "add-decision", "memory", "search"} <= names
+    assert {"get-topics", "add-decision", "memory", "search", "search_decisions"} <= names
     for tool in tools:
         assert tool["inputSchema"]["type"] == "object", tool["name"]
         assert tool.get("title"), tool["name"]

@@ -137,7 +137,7 @@ def test_cold_start_is_under_a_second(tmp_path: Path) -> None:
     assert best < 3.0, best  # the benchmark reports the real figure; this only catches regressions
 
 
-@pytest.mark.parametrize(("toolset", "count"), [("discussion", 13), ("assoc", 7)])
+@pytest.mark.parametrize(("toolset", "count"), [("discussion", 13), ("assoc", 7), ("decisions", 4)])
 def test_seed_conformance(tmp_path: Path, toolset: str, count: int) -> None:
     script = SHARED / "tools" / "seed_conformance.py"
     if not script.exists():

@@ -100,6 +100,7 @@ def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.RE
     engine = SearchEngine(store, embedding, vectors)
     runtime = Runtime(
         store=store, search=engine, embedding=embedding, backfill=backfill, home=settings.home,
+        settings=settings,
         limiter=anyio.CapacityLimiter(4),
     )  # fmt: skip
     runtime.vault = settings.vault_path

@@ -15,6 +15,7 @@ import anyio
 from memhub import __version__
 from memhub.audit.chain import verify_chain
 from memhub.auth.identity import key_hash, new_key
+from memhub.cli import decisions as cli_decisions
 from memhub.cli import ops as cli_ops
 from memhub.cli.container import Container, build_container
 from memhub.core.errors import MemhubError
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("doctor", help="verify the database and the audit chain")
     cli_ops.add_parsers(commands)
+    cli_decisions.add_parsers(commands)
     return parser
 
 
@@ -226,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _apikey(container, args)
         if args.command in cli_ops.COMMANDS:
             return anyio.run(cli_ops.run, container, args)
+        if args.command in cli_decisions.COMMANDS:
+            return anyio.run(cli_decisions.run, container, args)
         return _doctor(container)
     except MemhubError as exc:
         print(f"memhub: {exc.message}", file=sys.stderr)

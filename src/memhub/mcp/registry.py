@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memhub.mcp import assoc, discussion, vault
+from memhub.mcp import assoc, decisions, discussion, vault
 from memhub.mcp.toolkit import Toolset
 
 REGISTRY: tuple[Toolset, ...] = (
     discussion.TOOLSET,
     assoc.TOOLSET,
     vault.TOOLSET,
+    decisions.TOOLSET,
 )
 
 PREAMBLE = (

@@ -4,7 +4,10 @@ A decision is an `items` row of kind `decision` in project scope: `title` is the
 `body` its rationale (seed 004's reason), `parent_id` the topic it closes (if any), and
 `attrs` hold the `target` (what the decision is about: the key of dedup and supersede
 chains), `origin` (which toolset wrote it), `via` ("mcp": an agent; "cli": a person) and
-`consequences`. Its text never changes: status is derived, not stored.
+`consequences` (a list of strings). Its text never changes: status is derived, not stored.
+
+Agent decisions are shown with the `[via MCP]` marker (`marked`); the truth is `attrs.via`,
+never the text, so a person cannot lose authority by quoting the marker.
 
 Status: `superseded` when a later decision links to it with `supersedes`, `deprecated`
 when a `deprecates` link points at it, `draft` when it was recorded as a draft, else
@@ -13,18 +16,23 @@ when a `deprecates` link points at it, `draft` when it was recorded as a draft, 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memhub.core.hashing import content_hash
-from memhub.core.models import Principal, Scope
+from memhub.core.models import Principal, Scope, Viewer
+from memhub.services import graph
 from memhub.store.base import ItemRow, NewItem, Tx
 
 DECISION = "decision"
 SUPERSEDES = "supersedes"  # new decision -> the decision it replaces
 DEPRECATES = "deprecates"  # a deprecation record -> the decision it retires
+DEPRECATION = "deprecation"  # the kind of a deprecation record (its body: the reason)
 STATUSES = ("active", "superseded", "deprecated", "draft")
+VIA_MCP = "[via MCP]"  # how an agent's decision is shown (seed 002)
+ID_PREFIX = "dec_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +50,41 @@ class DecisionRecord:
     via: str  # "mcp" (an agent) or "cli" (a person)
     origin: str  # the toolset that recorded it
     created_at: str
-    consequences: str | None = None
+    consequences: tuple[str, ...] = ()
 
     @property
     def human(self) -> bool:
         return self.via != "mcp"
+
+    @property
+    def public_id(self) -> str:
+        return public_id(self.id)
+
+
+def public_id(item_id: int) -> str:
+    """`dec_42`: how the decisions toolset shows a decision id (discussion shows 42)."""
+    return f"{ID_PREFIX}{item_id}"
+
+
+def parse_id(text: str) -> int | None:
+    """`dec_42` or `42` -> 42; anything else -> None."""
+    raw = text.strip().removeprefix(ID_PREFIX)
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        return None
+    value = int(raw)
+    return value if value >= 1 else None
+
+
+def marked(text: str, via: str) -> str:
+    """`text [via MCP]` for an agent's decision, `text` for a person's."""
+    return f"{text} {VIA_MCP}" if via == "mcp" else text
+
+
+def target_key(target: str) -> str:
+    """The identity of a target for dedup and reflection: NFKC, case-folded, `_` and `-` read
+    as spaces, spaces squeezed (`database_policy` and `Database Policy` are one target)."""
+    text = unicodedata.normalize("NFKC", target).casefold().replace("_", " ").replace("-", " ")
+    return " ".join(text.split())
 
 
 def target_of(row: ItemRow) -> str:
@@ -66,14 +104,15 @@ def create(
     target: str,
     origin: str,
     topic_id: int | None = None,
-    consequences: str | None = None,
+    consequences: Sequence[str] = (),
     draft: bool = False,
     supersedes: Sequence[int] = (),
+    extra: dict[str, Any] | None = None,
 ) -> ItemRow:
     """Record one decision (and its `supersedes` links) in the caller's transaction."""
-    attrs: dict[str, Any] = {"origin": origin, "via": actor.via, "target": target}
-    if consequences is not None:
-        attrs["consequences"] = consequences
+    attrs: dict[str, Any] = {**(extra or {}), "origin": origin, "via": actor.via, "target": target}
+    if consequences:
+        attrs["consequences"] = list(consequences)
     if draft:
         attrs["draft"] = True
     row = tx.insert_item(
@@ -92,6 +131,34 @@ def create(
     for old in supersedes:
         tx.upsert_link(row.id, old, SUPERSEDES, None, 1.0)
     return row
+
+
+def deprecate(tx: Tx, actor: Principal, decision: DecisionRecord, reason: str) -> ItemRow:
+    """Retire a decision without a successor: a deprecation record (kind `deprecation`, in the
+    decision's project) linked to it with `deprecates`. The decision's text is untouched."""
+    assert decision.project_id is not None
+    row = tx.insert_item(
+        NewItem(
+            kind=DEPRECATION,
+            owner=actor.id,
+            scope=Scope.PROJECT,
+            project_id=decision.project_id,
+            title=f"deprecates {public_id(decision.id)}",
+            body=reason,
+            attrs={"via": actor.via},
+            content_hash=content_hash(str(decision.id), reason),
+        )
+    )
+    tx.upsert_link(row.id, decision.id, DEPRECATES, None, 1.0)
+    return row
+
+
+def chains(
+    tx: Tx, viewer: Viewer, starts: Sequence[int], *, depth: int = 10, max_nodes: int = 500
+) -> graph.Walk:
+    """The supersede chains through `starts`: every decision the viewer may read within `depth`
+    `supersedes` hops (either direction), with the links between them (the one graph walk)."""
+    return graph.walk(tx, viewer, starts, [SUPERSEDES], depth=depth, kinds=(DECISION,), max_nodes=max_nodes)
 
 
 def records(tx: Tx, rows: Sequence[ItemRow]) -> list[DecisionRecord]:
@@ -126,7 +193,9 @@ def _record(
         status = "draft"
     else:
         status = "active"
-    consequences = row.attrs.get("consequences")
+    consequences = row.attrs.get("consequences") or ()
+    if isinstance(consequences, str):
+        consequences = (consequences,)
     return DecisionRecord(
         id=row.id,
         project_id=row.project_id,
@@ -141,5 +210,5 @@ def _record(
         via=str(row.attrs.get("via", "mcp")),
         origin=str(row.attrs.get("origin", "discussion")),
         created_at=row.created_at,
-        consequences=str(consequences) if consequences is not None else None,
+        consequences=tuple(str(c) for c in consequences),
     )

@@ -21,6 +21,7 @@ import anyio
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.core.models import Principal
+from memhub.core.settings import Settings
 from memhub.services.deferred import DeferredWrites
 from memhub.store.base import Store, Tx
 
@@ -46,6 +47,7 @@ class Runtime:
     home: Path | None = None  # where backups go by default
     vault: Path | None = None  # the vault root (seed 001)
     vault_state: VaultState | None = None  # its caches and store index, built with `vault`
+    settings: Settings | None = None  # the process's settings (decision cooldown, review window, secret)
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(4))
     deferred: DeferredWrites = field(init=False)
 
@@ -55,6 +57,13 @@ class Runtime:
     async def in_thread(self, fn: Callable[[], T]) -> T:
         """Run blocking work (SQLite, numpy) off the event loop."""
         return await anyio.to_thread.run_sync(fn, limiter=self.limiter)
+
+    @property
+    def config(self) -> Settings:
+        """The settings this runtime was built with (defaults, rooted at `home`, when none were given)."""
+        if self.settings is not None:
+            return self.settings
+        return Settings(home=self.home) if self.home is not None else Settings()
 
     def now(self) -> str:
         return isoformat(self.clock.now())
