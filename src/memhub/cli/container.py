@@ -11,9 +11,11 @@ import anyio
 import numpy as np
 from mcp.server.lowlevel import Server
 
-from memhub.auth.identity import Identity, principal_for_key
+from memhub.auth.identity import Authenticator, Identity, principal_for_key
+from memhub.auth.tokens import JwtVerifier
 from memhub.core.models import GlobalRole, Principal
 from memhub.core.settings import Settings
+from memhub.http.guard import GuardPolicy, default_hosts, default_origins
 from memhub.http.metrics import Metrics
 from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
@@ -35,6 +37,8 @@ class Container:
     principal: Principal
     metrics: Metrics
     toolsets: tuple[str, ...]  # the toolsets served
+    limiter: RateLimiter  # per principal (the call pipeline's)
+    tool_classes: dict[str, str]  # tool name -> rate-limit class, for the HTTP layer
 
     def gauges(self) -> dict[str, float]:
         """State read at scrape time for /metrics."""
@@ -67,6 +71,51 @@ class Container:
 
     def principal_for_key(self, key: str) -> Principal | None:
         return principal_for_key(self.runtime.store, key, self.settings.project)
+
+    def authenticator(self) -> Authenticator | None:
+        """How HTTP callers prove who they are (None: `auth none`, every caller is the local user)."""
+        settings = self.settings
+        if settings.auth == "none":
+            return None
+        verifier = None
+        if settings.jwt_secret or settings.jwt_public_key or settings.jwt_jwks:
+            verifier = JwtVerifier(
+                secret=settings.jwt_secret,
+                public_key_file=settings.jwt_public_key,
+                jwks_file=settings.jwt_jwks,
+                audience=settings.jwt_audience,
+                issuer=settings.jwt_issuer,
+                claim=settings.jwt_claim,
+            )
+        return Authenticator(
+            self.runtime.store, settings.project, api_keys=settings.auth == "apikey", verifier=verifier
+        )
+
+    def guard_policy(self) -> GuardPolicy:
+        """The HTTP front door's rules (http/guard.py), from the settings."""
+        settings, runtime = self.settings, self.runtime
+        hosts = settings.allowed_hosts or default_hosts(settings.host)
+        ip_limits = {
+            "read": Limit(settings.rate_limit_ip_read),
+            "write": Limit(settings.rate_limit_ip_write),
+            "admin": Limit(settings.rate_limit_ip_admin),
+        }
+        ip_limiter = RateLimiter(ip_limits, self.limiter.clock)
+
+        def audit(outcome: str, detail: dict[str, Any]) -> None:
+            runtime.deferred.event("anonymous", "http.auth", outcome, detail, runtime.now())
+
+        return GuardPolicy(
+            allowed_hosts=hosts,
+            allowed_origins=settings.allowed_origins or default_origins(hosts),
+            allowed_methods=settings.allowed_methods,
+            max_body=settings.max_body_bytes,
+            authenticate=self.authenticator(),
+            audit=audit,
+            ip_limiter=ip_limiter,
+            principal_limiter=self.limiter,
+            tool_classes=self.tool_classes,
+        )
 
     def close(self) -> None:
         self.runtime.close()
@@ -124,4 +173,9 @@ def build_container(settings: Settings, available: Sequence[Toolset] = registry.
     server = build_mcp_server(
         runtime, served, identity, metrics.observe, available=available, limiter=limiter
     )
-    return Container(settings, runtime, server, principal, metrics, served)
+    classes = {
+        spec.name: spec.limit_class
+        for toolset in registry.select(settings.toolsets, available)
+        for spec in toolset.tools
+    }
+    return Container(settings, runtime, server, principal, metrics, served, limiter, classes)

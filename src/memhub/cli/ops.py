@@ -18,6 +18,7 @@ from memhub.cli.progress import ProgressBar
 from memhub.services import ops
 from memhub.services.assoc import manage
 from memhub.services.assoc import models as m
+from memhub.services.backups import list_backups
 from memhub.services.runtime import Call
 from memhub.store.base import BACKUP_PARTS
 
@@ -27,7 +28,9 @@ COMMANDS = ("backup", "restore", "reindex", "export", "import")
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     backup = commands.add_parser("backup", help="take an online backup of the store")
     backup.add_argument(
-        "path", nargs="?", help="backup file (default: $MEMHUB_HOME/backups/memhub-<time>.db)"
+        "path",
+        nargs="?",
+        help="backup file (default: $MEMHUB_HOME/backups/memhub-<time>.db); `list`: the backups there",
     )
     backup.add_argument(
         "--exclude", default="", help=f"comma list of parts to leave out: {', '.join(BACKUP_PARTS)}"
@@ -57,6 +60,11 @@ def _call(container: Container, tool: str, progress: ProgressBar | None = None) 
 
 async def run(container: Container, args: argparse.Namespace) -> int:
     runtime = container.runtime
+    if args.command == "backup" and args.path == "list":
+        for found in list_backups(runtime):
+            kind = "daily" if found.daily else "manual"
+            print(f"{found.path}\t{found.bytes}\t{kind}")
+        return 0
     if args.command == "backup":
         exclude = [part.strip() for part in args.exclude.split(",") if part.strip()]
         path = (
