@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     apikey.add_argument("action", choices=["create", "revoke", "list"])
     apikey.add_argument("name", nargs="?", help="the user the key belongs to")
     apikey.add_argument("--admin", action="store_true", help="give the user the admin role")
-    for name in ("home", "db", "user", "project"):
+    for name in ("home", "db", "user", "project", "config"):
         serve.add_argument(f"--{name}", dest=f"serve_{name}", help=argparse.SUPPRESS)
 
     commands.add_parser("doctor", help="verify the database and the audit chain")
@@ -95,7 +95,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "allowed_origins",
         )
     }
-    for name in ("home", "db", "user", "project"):
+    for name in ("home", "db", "user", "project", "config"):
         late = getattr(args, f"serve_{name}", None)
         if late is not None:
             overrides[name] = late
