@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,6 +25,7 @@ from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, Vector
 from memhub.services.ratelimit import Limit, RateLimiter
 from memhub.services.runtime import Runtime
 from memhub.store.base import FileSize
+from memhub.store.crypto import parse_key
 from memhub.store.open import open_store
 
 log = logging.getLogger(__name__)
@@ -137,8 +139,21 @@ def _embedded_hooks(runtime: Runtime, toolsets: Sequence[Toolset]) -> None:
     runtime.backfill.on_embedded = on_embedded
 
 
+def encryption_keys(settings: Settings) -> list[bytes]:
+    """The content encryption key from the environment or a key file (none: not encrypted)."""
+    if settings.encryption_key:
+        return [parse_key(settings.encryption_key)]
+    if settings.encryption_key_file:
+        try:
+            text = Path(settings.encryption_key_file).expanduser().read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"cannot read the encryption key file: {exc.strerror}") from None
+        return [parse_key(text)]
+    return []
+
+
 def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> Runtime:
-    store = open_store(settings.db_url)
+    store = open_store(settings.db_url, keys=encryption_keys(settings))
     embedder = make_embedder(settings.embedder)
     embedding = vectors = backfill = None
     if embedder is not None:
