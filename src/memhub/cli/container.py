@@ -178,7 +178,7 @@ def build_container(settings: Settings, available: Sequence[Toolset] = registry.
         id=settings.user, role=GlobalRole(row.role), via="mcp", default_project=settings.project
     )
     metrics = Metrics()
-    identity = Identity(principal, require_key=settings.auth == "apikey")
+    identity = Identity(principal, require_key=settings.auth != "none")
     limits = {
         "read": Limit(settings.rate_limit_read),
         "write": Limit(settings.rate_limit_write),
