@@ -145,3 +145,15 @@ def _post_sse_and_heartbeat(sse_base: str) -> None:
                 break
     assert seen_heartbeat.is_set(), lines
     assert any('"serverInfo"' in line for line in lines)
+
+
+def test_a_principal_limit_is_429_over_http_before_the_call_runs(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with http_server(db, env={"MEMHUB_RATE_LIMIT_WRITE": "1"}) as base:
+        session = rpc.session(base)
+        status, headers, _ = rpc.call(base, session, "add-project", name="first")
+        assert status == 200 and headers["x-ratelimit-limit"] == "1"
+        before = counts(db)
+        status, headers, body = rpc.call(base, session, "add-project", name="second")
+        assert status == 429 and int(headers["retry-after"]) >= 1 and body["error"]["code"] == "rate_limited"
+        assert counts(db) == before

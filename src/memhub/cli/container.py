@@ -117,6 +117,7 @@ class Container:
             ip_limiter=ip_limiter,
             principal_limiter=self.limiter,
             tool_classes=self.tool_classes,
+            local=self.principal,
         )
 
     def close(self) -> None:

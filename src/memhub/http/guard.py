@@ -74,6 +74,7 @@ class GuardPolicy:
     ip_limiter: RateLimiter | None = None
     principal_limiter: RateLimiter | None = None
     tool_classes: Mapping[str, str] = field(default_factory=dict)  # tool name -> read/write/admin
+    local: Principal | None = None  # who an unauthenticated caller is (`auth none`)
 
 
 def _response(status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> list[Message]:
@@ -192,7 +193,7 @@ class GuardMiddleware:
         method = scope["method"]
         if method == "OPTIONS":
             return self._preflight(request_headers, cors), (None, [])
-        principal = None
+        principal = policy.local
         if policy.authenticate is not None:
             principal, reason = await anyio.to_thread.run_sync(policy.authenticate, request_headers)
             if principal is None:
