@@ -157,3 +157,9 @@ def test_a_principal_limit_is_429_over_http_before_the_call_runs(tmp_path: Path)
         status, headers, body = rpc.call(base, session, "add-project", name="second")
         assert status == 429 and int(headers["retry-after"]) >= 1 and body["error"]["code"] == "rate_limited"
         assert counts(db) == before
+
+
+def test_guessing_keys_is_rate_limited(tmp_path: Path) -> None:
+    with http_server(tmp_path / "m.db", "--auth", "apikey", env={"MEMHUB_RATE_LIMIT_IP_READ": "2"}) as base:
+        statuses = [rpc.initialize(base, {"X-API-Key": f"mh_guess{i}"})[0] for i in range(3)]
+        assert statuses == [401, 401, 429]

@@ -119,6 +119,11 @@ def _tool_calls(body: bytes) -> list[str]:
     return names
 
 
+def _client(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
 class BodyTooLarge(Exception):
     pass
 
@@ -195,9 +200,16 @@ class GuardMiddleware:
             return self._preflight(request_headers, cors), (None, [])
         principal = policy.local
         if policy.authenticate is not None:
+            ip_key = f"ip:{_client(scope)}"
+            guessing = policy.ip_limiter.peek(ip_key, "read") if policy.ip_limiter else None
+            if guessing is not None and not guessing.allowed:  # refused credentials spend reads
+                refusal = _error(429, "rate_limited", "too many requests", [*cors, *_rate_headers(guessing)])
+                return refusal, (None, [])
             principal, reason = await anyio.to_thread.run_sync(policy.authenticate, request_headers)
             if principal is None:
-                self._audit(scope, reason)
+                if policy.ip_limiter is not None:
+                    policy.ip_limiter.take(ip_key, "read")
+                await anyio.to_thread.run_sync(self._audit, scope, reason)
                 www = b'Bearer realm="memhub", error="invalid_token"'
                 return _error(401, "unauthorized", reason, [(b"www-authenticate", www), *cors]), (None, [])
             scope.setdefault("state", {})[STATE_KEY] = principal
@@ -226,8 +238,7 @@ class GuardMiddleware:
         principal's (peeked: the pipeline spends them)."""
         policy = self.policy
         verdicts: list[Verdict] = []
-        client = scope.get("client")
-        ip = str(client[0]) if client else "unknown"
+        ip = _client(scope)
         for tool_class in classes or ["read"]:
             if policy.ip_limiter is not None:
                 take = policy.ip_limiter.take if spend and classes else policy.ip_limiter.peek
