@@ -77,7 +77,7 @@ class GuardPolicy:
     local: Principal | None = None  # who an unauthenticated caller is (`auth none`)
 
 
-def _response(status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> list[Message]:
+def _response(status: int, body: dict[str, Any], headers: Sequence[tuple[bytes, bytes]]) -> list[Message]:
     data = json.dumps(body).encode()
     start = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *headers]
     return [
@@ -86,7 +86,9 @@ def _response(status: int, body: dict[str, Any], headers: list[tuple[bytes, byte
     ]
 
 
-def _error(status: int, code: str, message: str, headers: list[tuple[bytes, bytes]] = []) -> list[Message]:  # noqa: B006
+def _error(
+    status: int, code: str, message: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> list[Message]:
     return _response(status, {"error": {"code": code, "message": message}}, headers)
 
 
