@@ -161,9 +161,6 @@ def _stem(word: str) -> str:
     return word
 
 
-stem = _stem  # public: the encrypted store's blind index stems words the same way
-
-
 def term_coverage(query: str) -> Callable[[str], float]:
     """A function of a text: the share (0-1) of `query`'s keyword terms it contains. English
     words are compared after light stemming, stopwords ignored; a CJK run must appear whole.

@@ -20,13 +20,15 @@ import hashlib
 import hmac
 import os
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from memhub.core.errors import ErrorKind, MemhubError
-from memhub.core.text import bigrams, is_cjk, stem
+from memhub.core.porter import porter_stem
+from memhub.core.text import bigrams, is_cjk
 
 PREFIX = "mhenc1:"
 KEY_BYTES = 32
@@ -86,19 +88,28 @@ class ContentCipher:
             ) from None
 
     def blind(self, token: str) -> str:
-        """The index token of one word or bigram: `h` + 24 hex digits of its keyed hash."""
-        digest = hmac.new(self._index_key, stem(token).encode("utf-8"), hashlib.sha256).hexdigest()
+        """The index token of one word or bigram: `h` + 24 hex digits of its keyed hash. A word
+        is first folded as the plain index's tokenizer folds it (diacritics off, Porter stem)."""
+        if not is_cjk(token[0]):
+            token = porter_stem(
+                "".join(c for c in unicodedata.normalize("NFD", token) if not unicodedata.combining(c))
+            )
+        digest = hmac.new(self._index_key, token.encode("utf-8"), hashlib.sha256).hexdigest()
         return "h" + digest[:24]
 
     def blind_text(self, index_text: str) -> str:
-        """`core.text.index_text` output (words and CJK bigrams) as blind tokens, in order."""
-        return " ".join(self.blind(token) for token in _TOKEN.findall(index_text))
+        """`core.text.index_text` output (words and CJK bigrams) as blind tokens, in order, then
+        one token per distinct CJK character (after them all, so phrases of bigrams stay
+        adjacent): the plain index answers a one-character query as a prefix, this one as
+        "contains the character"."""
+        tokens = _TOKEN.findall(index_text)
+        characters = dict.fromkeys(c for token in tokens if is_cjk(token[0]) for c in token)
+        return " ".join([*(self.blind(t) for t in tokens), *(self.blind("\x00" + c) for c in characters)])
 
     def match_term(self, term: str) -> str | None:
-        """A plain search term as an FTS5 query over blind tokens (None: not searchable, e.g. a
-        single CJK character, which the plaintext index matches as a prefix)."""
+        """A plain search term as an FTS5 query over blind tokens (None: nothing to search)."""
         if is_cjk(term[0]):
             if len(term) == 1:
-                return None
+                return '"' + self.blind("\x00" + term) + '"'
             return '"' + " ".join(self.blind(b) for b in bigrams(term)) + '"'
         return '"' + self.blind(term) + '"'

@@ -447,13 +447,22 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         """(item id, text to embed) for items past `after_id` (or among `ids`) lacking a vector."""
         where, args = ("i.id > ?", [after_id]) if not ids else (f"i.id IN ({placeholders(ids)})", list(ids))
         rows = self.conn.execute(
-            "SELECT i.id, coalesce(i.title, '') AS title, i.body FROM items i"
+            "SELECT i.id, i.title, i.body FROM items i"
             f" WHERE {where} AND NOT EXISTS"
             " (SELECT 1 FROM vectors v WHERE v.item_id = i.id AND v.embedder = ?)"
             " ORDER BY i.id LIMIT ?",
             [*args, embedder, limit],
         ).fetchall()
-        return [(r["id"], f"{r['title']}\n{r['body']}".strip()) for r in rows]
+        cipher = self.cipher
+        if cipher is None:
+            return [(r["id"], f"{r['title'] or ''}\n{r['body']}".strip()) for r in rows]
+        return [
+            (
+                r["id"],
+                f"{cipher.decrypt(r['title'], 'title') or ''}\n{cipher.decrypt(r['body'], 'body')}".strip(),
+            )
+            for r in rows
+        ]
 
     def item_owners(self, ids: Sequence[int], kinds: Sequence[str]) -> dict[int, str]:
         out: dict[int, str] = {}
