@@ -121,6 +121,10 @@ def _tool_calls(body: bytes) -> list[str]:
     return names
 
 
+def _has_credentials(headers: Headers) -> bool:
+    return "x-api-key" in headers or "authorization" in headers
+
+
 def _client(scope: Scope) -> str:
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
@@ -212,7 +216,9 @@ class GuardMiddleware:
                 if policy.ip_limiter is not None:
                     policy.ip_limiter.take(ip_key, "read")
                 await anyio.to_thread.run_sync(self._audit, scope, reason)
-                www = b'Bearer realm="memhub", error="invalid_token"'
+                www = b'Bearer realm="memhub"' + (
+                    b', error="invalid_token"' if _has_credentials(request_headers) else b""
+                )
                 return _error(401, "unauthorized", reason, [(b"www-authenticate", www), *cors]), (None, [])
             scope.setdefault("state", {})[STATE_KEY] = principal
         body = None
