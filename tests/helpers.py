@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import time
@@ -78,14 +79,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 20.0) -> dict[str, Any]:
+def wait_http(
+    url: str, proc: subprocess.Popen[bytes], deadline_s: float = 20.0, context: ssl.SSLContext | None = None
+) -> dict[str, Any]:
     """Poll until the server answers (bounded; no fixed sleep)."""
     end = time.monotonic() + deadline_s
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
         try:
-            with urllib.request.urlopen(url, timeout=1) as response:
+            with urllib.request.urlopen(url, timeout=1, context=context) as response:
                 return dict(json.loads(response.read()))
         except OSError:
             if time.monotonic() > end:
@@ -94,9 +97,16 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 20.0)
 
 
 @contextmanager
-def http_server(db: Path, *extra: str) -> Iterator[str]:
-    """A real `memhub serve --transport http,sse` on a free 127.0.0.1 port; yields its base URL."""
-    port = free_port()
+def http_server(
+    db: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    context: ssl.SSLContext | None = None,
+    port: int | None = None,
+) -> Iterator[str]:
+    """A real `memhub serve --transport http,sse` on a free 127.0.0.1 port; yields its base URL
+    (https when `context` is given: the client's TLS context)."""
+    port = port or free_port()
     proc = subprocess.Popen(
         [
             MEMHUB,
@@ -119,10 +129,11 @@ def http_server(db: Path, *extra: str) -> Iterator[str]:
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
-    base = f"http://127.0.0.1:{port}"
+    base = f"{'https' if context else 'http'}://127.0.0.1:{port}"
     try:
-        wait_http(f"{base}/health", proc)
+        wait_http(f"{base}/health", proc, context=context)
         yield base
     finally:
         proc.terminate()

@@ -68,3 +68,16 @@ def test_every_setting_is_documented() -> None:
 def test_readme_quick_start() -> None:
     text = README.read_text(encoding="utf-8")
     assert "make run" in text and "make test" in text
+
+
+def test_security_doc_lists_every_tools_limits() -> None:
+    from memhub.mcp import registry
+
+    text = (DOCS / "security.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| (\w+) \| `([\w-]+)` \| (\w+) \| (\d+) \| (\d+) \|$", text, flags=re.M))
+    declared = {
+        (toolset.name, spec.name, spec.limit_class, str(spec.max_payload), f"{spec.timeout_s:g}")
+        for toolset in registry.REGISTRY
+        for spec in toolset.tools
+    }
+    assert rows == declared

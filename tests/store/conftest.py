@@ -16,7 +16,8 @@ from memhub.store.base import Store
 from memhub.store.open import open_store
 from tests.store.contract import OpenStore, Seed, TickClock
 
-BACKENDS = ["sqlite"]  # add "postgresql" here, and its branch in backend_url
+BACKENDS = ["sqlite", "sqlite-encrypted"]  # add "postgresql" here, and its branch in backend_url
+CONTENT_KEY = bytes(range(32))  # "sqlite-encrypted": item text under AES-GCM (store/crypto.py)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -24,17 +25,25 @@ def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The location of a fresh, empty store for the backend under test."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'memhub.db'}"
+    if request.param == "sqlite-encrypted":
+        return f"sqlite:///{tmp_path / 'memhub-encrypted.db'}"
     # elif request.param == "postgresql": create a fresh database, or pytest.skip(...) when unset
     raise AssertionError(f"no fixture for backend {request.param!r}")
 
 
 @pytest.fixture
-def open_more(backend_url: str) -> Iterator[OpenStore]:
+def backend_keys(backend_url: str) -> tuple[bytes, ...]:
+    """The content keys a store of this backend is opened with (none: text stored as it is)."""
+    return (CONTENT_KEY,) if backend_url.endswith("-encrypted.db") else ()
+
+
+@pytest.fixture
+def open_more(backend_url: str, backend_keys: tuple[bytes, ...]) -> Iterator[OpenStore]:
     """Opens further `Store` objects on the same database (another process, in effect)."""
     opened: list[Store] = []
 
     def more() -> Store:
-        store = open_store(backend_url, clock=TickClock())
+        store = open_store(backend_url, clock=TickClock(), keys=backend_keys)
         opened.append(store)
         return store
 
@@ -44,8 +53,8 @@ def open_more(backend_url: str) -> Iterator[OpenStore]:
 
 
 @pytest.fixture
-def store(backend_url: str) -> Iterator[Store]:
-    opened = open_store(backend_url, clock=TickClock())
+def store(backend_url: str, backend_keys: tuple[bytes, ...]) -> Iterator[Store]:
+    opened = open_store(backend_url, clock=TickClock(), keys=backend_keys)
     yield opened
     opened.close()
 

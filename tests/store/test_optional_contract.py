@@ -41,20 +41,20 @@ def filled(store: Store, seed: Seed) -> Store:
     return store
 
 
-def test_backup_is_a_verified_copy(filled: Store, tmp_path: Path) -> None:
+def test_backup_is_a_verified_copy(filled: Store, tmp_path: Path, backend_keys: tuple[bytes, ...]) -> None:
     needs(filled, Backups)
     assert isinstance(filled, Backups)
     target = tmp_path / "copy.db"
     filled.backup_to(target)
     assert filled.verify_backup(target) == []
-    copy = open_store(target, clock=TickClock())
+    copy = open_store(target, clock=TickClock(), keys=backend_keys)
     try:
         assert content(copy) == content(filled)
     finally:
         copy.close()
 
 
-def test_backup_without_memories(filled: Store, tmp_path: Path) -> None:
+def test_backup_without_memories(filled: Store, tmp_path: Path, backend_keys: tuple[bytes, ...]) -> None:
     needs(filled, Backups)
     assert isinstance(filled, Backups)
     before = content(filled)
@@ -62,7 +62,7 @@ def test_backup_without_memories(filled: Store, tmp_path: Path) -> None:
     filled.backup_to(target, exclude=["memories"])
     assert filled.verify_backup(target) == []
     assert content(filled) == before  # the live store keeps everything
-    copy = open_store(target, clock=TickClock())
+    copy = open_store(target, clock=TickClock(), keys=backend_keys)
     try:
         items, links, events = content(copy)
         assert [kind for _, kind, _ in items] == ["topic"]

@@ -1,8 +1,8 @@
-"""Who is calling: the local user on stdio, an API-key holder over HTTP.
+"""Who is calling: the local user on stdio, an API-key or JWT holder over HTTP.
 
-Over HTTP the key is checked by `ApiKeyMiddleware` (memhub.http) before the MCP layer sees the
-request; it puts the resolved principal on the request's state, where `Identity` finds it.
-Only a SHA-256 of each key is stored.
+Over HTTP the credential is checked by the guard middleware (memhub.http.guard) before the
+MCP layer sees the request (`Authenticator`); it puts the resolved principal on the request's
+state, where `Identity` finds it. Only a SHA-256 of each API key is stored.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from memhub.auth.tokens import JwtVerifier, looks_like_jwt
 from memhub.core.errors import forbidden
 from memhub.core.models import GlobalRole, Principal
 from memhub.store.base import Store
@@ -45,6 +46,52 @@ def principal_for_key(store: Store, key: str, default_project: str | None) -> Pr
     if row is None:
         return None
     return Principal(id=row.id, role=GlobalRole(row.role), via="mcp", default_project=default_project)
+
+
+class Authenticator:
+    """Credentials -> principal: `X-API-Key`, or `Authorization: Bearer` with an API key or a JWT.
+
+    `modes` says what is accepted ("apikey", "jwt" or both). A JWT's principal is created in
+    the store the first time it is seen (role `member`; `memhub apikey create NAME --admin`
+    or the store decide its role). Blocking: call from a worker thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        default_project: str | None,
+        *,
+        api_keys: bool = True,
+        verifier: JwtVerifier | None = None,
+    ) -> None:
+        self.store = store
+        self.default_project = default_project
+        self.api_keys = api_keys
+        self.verifier = verifier
+
+    def __call__(self, headers: Mapping[str, str]) -> tuple[Principal | None, str]:
+        """(principal, "") or (None, why it was refused). Never echoes the credential."""
+        credential = key_from_headers(headers)
+        if credential is None:
+            return None, "credentials required (X-API-Key or Authorization: Bearer)"
+        if self.verifier is not None and looks_like_jwt(credential):
+            check = self.verifier.verify(credential)
+            if check.subject is None:
+                return None, check.reason
+            return self._principal_named(check.subject), ""
+        if not self.api_keys:
+            return None, "a JWT bearer token is required"
+        found = principal_for_key(self.store, credential, self.default_project)
+        return (found, "") if found is not None else (None, "unknown API key")
+
+    def _principal_named(self, name: str) -> Principal:
+        with self.store.transaction(write=False) as tx:
+            row = tx.get_principal(name)
+        if row is None:
+            with self.store.transaction(write=True) as tx:
+                row = tx.ensure_principal(name)
+        return Principal(
+            id=row.id, role=GlobalRole(row.role), via="mcp", default_project=self.default_project
+        )
 
 
 class Identity:

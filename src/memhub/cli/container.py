@@ -5,15 +5,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
 from mcp.server.lowlevel import Server
 
-from memhub.auth.identity import Identity, principal_for_key
+from memhub.auth.identity import Authenticator, Identity, principal_for_key
+from memhub.auth.tokens import JwtVerifier
 from memhub.core.models import GlobalRole, Principal
 from memhub.core.settings import Settings
+from memhub.http.guard import GuardPolicy, default_hosts, default_origins
 from memhub.http.metrics import Metrics
 from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
@@ -23,6 +26,7 @@ from memhub.services.ratelimit import Limit, RateLimiter
 from memhub.services.runtime import Runtime
 from memhub.services.vault.state import VaultState
 from memhub.store.base import FileSize
+from memhub.store.crypto import parse_key
 from memhub.store.open import open_store
 
 log = logging.getLogger(__name__)
@@ -36,6 +40,8 @@ class Container:
     principal: Principal
     metrics: Metrics
     toolsets: tuple[str, ...]  # the toolsets served
+    limiter: RateLimiter  # per principal (the call pipeline's)
+    tool_classes: dict[str, str]  # tool name -> rate-limit class, for the HTTP layer
 
     def gauges(self) -> dict[str, float]:
         """State read at scrape time for /metrics."""
@@ -69,6 +75,52 @@ class Container:
     def principal_for_key(self, key: str) -> Principal | None:
         return principal_for_key(self.runtime.store, key, self.settings.project)
 
+    def authenticator(self) -> Authenticator | None:
+        """How HTTP callers prove who they are (None: `auth none`, every caller is the local user)."""
+        settings = self.settings
+        if settings.auth == "none":
+            return None
+        verifier = None
+        if settings.jwt_secret or settings.jwt_public_key or settings.jwt_jwks:
+            verifier = JwtVerifier(
+                secret=settings.jwt_secret,
+                public_key_file=settings.jwt_public_key,
+                jwks_file=settings.jwt_jwks,
+                audience=settings.jwt_audience,
+                issuer=settings.jwt_issuer,
+                claim=settings.jwt_claim,
+            )
+        return Authenticator(
+            self.runtime.store, settings.project, api_keys=settings.auth == "apikey", verifier=verifier
+        )
+
+    def guard_policy(self) -> GuardPolicy:
+        """The HTTP front door's rules (http/guard.py), from the settings."""
+        settings, runtime = self.settings, self.runtime
+        hosts = settings.allowed_hosts or default_hosts(settings.host)
+        ip_limits = {
+            "read": Limit(settings.rate_limit_ip_read),
+            "write": Limit(settings.rate_limit_ip_write),
+            "admin": Limit(settings.rate_limit_ip_admin),
+        }
+        ip_limiter = RateLimiter(ip_limits, self.limiter.clock)
+
+        def audit(outcome: str, detail: dict[str, Any]) -> None:
+            runtime.deferred.event("anonymous", "http.auth", outcome, detail, runtime.now())
+
+        return GuardPolicy(
+            allowed_hosts=hosts,
+            allowed_origins=settings.allowed_origins or default_origins(hosts),
+            allowed_methods=settings.allowed_methods,
+            max_body=settings.max_body_bytes,
+            authenticate=self.authenticator(),
+            audit=audit,
+            ip_limiter=ip_limiter,
+            principal_limiter=self.limiter,
+            tool_classes=self.tool_classes,
+            local=self.principal,
+        )
+
     def close(self) -> None:
         self.runtime.close()
 
@@ -89,8 +141,21 @@ def _embedded_hooks(runtime: Runtime, toolsets: Sequence[Toolset]) -> None:
     runtime.backfill.on_embedded = on_embedded
 
 
+def encryption_keys(settings: Settings) -> list[bytes]:
+    """The content encryption key from the environment or a key file (none: not encrypted)."""
+    if settings.encryption_key:
+        return [parse_key(settings.encryption_key)]
+    if settings.encryption_key_file:
+        try:
+            text = Path(settings.encryption_key_file).expanduser().read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"cannot read the encryption key file: {exc.strerror}") from None
+        return [parse_key(text)]
+    return []
+
+
 def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> Runtime:
-    store = open_store(settings.db_url)
+    store = open_store(settings.db_url, keys=encryption_keys(settings))
     embedder = make_embedder(settings.embedder)
     embedding = vectors = backfill = None
     if embedder is not None:
@@ -118,7 +183,7 @@ def build_container(settings: Settings, available: Sequence[Toolset] = registry.
         id=settings.user, role=GlobalRole(row.role), via="mcp", default_project=settings.project
     )
     metrics = Metrics()
-    identity = Identity(principal, require_key=settings.auth == "apikey")
+    identity = Identity(principal, require_key=settings.auth != "none")
     limits = {
         "read": Limit(settings.rate_limit_read),
         "write": Limit(settings.rate_limit_write),
@@ -128,4 +193,9 @@ def build_container(settings: Settings, available: Sequence[Toolset] = registry.
     server = build_mcp_server(
         runtime, served, identity, metrics.observe, available=available, limiter=limiter
     )
-    return Container(settings, runtime, server, principal, metrics, served)
+    classes = {
+        spec.name: spec.limit_class
+        for toolset in registry.select(settings.toolsets, available)
+        for spec in toolset.tools
+    }
+    return Container(settings, runtime, server, principal, metrics, served, limiter, classes)

@@ -8,7 +8,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -18,9 +17,9 @@ from memhub.auth.identity import key_hash, new_key
 from memhub.cli import decisions as cli_decisions
 from memhub.cli import ops as cli_ops
 from memhub.cli.container import Container, build_container
+from memhub.cli.serve import serve
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
-from memhub.mcp.server import run_stdio
 from memhub.search.embedders import EMBEDDER_NAMES, available_embedders
 from memhub.store.base import Checks
 
@@ -36,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--user", help="local user name (env MEMHUB_USER)")
     parser.add_argument("--project", help="current project name (env MEMHUB_PROJECT)")
     parser.add_argument("--log-level", dest="log_level", help="stderr log level (env MEMHUB_LOG_LEVEL)")
+    parser.add_argument("--config", help="JSON or TOML config file (env MEMHUB_CONFIG); flags win over it")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the MCP server")
@@ -43,6 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--toolsets", help="comma list of toolsets to serve (default: all)")
     serve.add_argument("--host", help="HTTP/SSE bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP/SSE port (default 8000)")
+    serve.add_argument("--http-port", dest="http_port", type=int, help="port of POST /mcp (default --port)")
+    serve.add_argument("--sse-port", dest="sse_port", type=int, help="port of /sse (default: the HTTP port)")
+    serve.add_argument("--tls-cert", dest="tls_cert", help="PEM certificate: serve HTTPS (TLS 1.3 minimum)")
+    serve.add_argument("--tls-key", dest="tls_key", help="PEM private key of --tls-cert")
+    serve.add_argument("--allowed-hosts", dest="allowed_hosts", help="comma list of Host headers accepted")
+    serve.add_argument(
+        "--allowed-origins", dest="allowed_origins", help="comma list of Origins accepted (CORS)"
+    )
     installed = available_embedders()
     serve.add_argument(
         "--embedder",
@@ -51,13 +59,13 @@ def _parser() -> argparse.ArgumentParser:
         f"(e5+use when both models are; here: {installed[0]}). hash needs no model (tests); "
         "none searches text only. Installed here: " + ", ".join(installed),
     )
-    serve.add_argument("--auth", choices=["none", "apikey"], help="HTTP authentication (default none)")
+    serve.add_argument("--auth", choices=["none", "apikey", "jwt"], help="HTTP authentication (default none)")
 
     apikey = commands.add_parser("apikey", help="manage API keys for HTTP clients")
     apikey.add_argument("action", choices=["create", "revoke", "list"])
     apikey.add_argument("name", nargs="?", help="the user the key belongs to")
     apikey.add_argument("--admin", action="store_true", help="give the user the admin role")
-    for name in ("home", "db", "vault", "user", "project"):
+    for name in ("home", "db", "vault", "user", "project", "config"):
         serve.add_argument(f"--{name}", dest=f"serve_{name}", help=argparse.SUPPRESS)
 
     commands.add_parser("doctor", help="verify the database and the audit chain")
@@ -82,82 +90,20 @@ def _settings(args: argparse.Namespace) -> Settings:
             "port",
             "embedder",
             "auth",
+            "config",
+            "http_port",
+            "sse_port",
+            "tls_cert",
+            "tls_key",
+            "allowed_hosts",
+            "allowed_origins",
         )
     }
-    for name in ("home", "db", "vault", "user", "project"):
+    for name in ("home", "db", "vault", "user", "project", "config"):
         late = getattr(args, f"serve_{name}", None)
         if late is not None:
             overrides[name] = late
     return load_settings(os.environ, overrides, Path.cwd())
-
-
-def _embedder_state(container: Container) -> str:
-    embedding = container.runtime.embedding
-    if embedding is None:
-        return "embedder none (text search only)"
-    if embedding.error:
-        return f"embedder {embedding.id} failed: {embedding.error} (text search only)"
-    return f"embedder {embedding.id} " + ("ready" if embedding.ready else "loading in the background")
-
-
-def ready_line(container: Container) -> str:
-    """The one line `serve` prints to stderr once HTTP is up: where, what store, what is served."""
-    settings = container.settings
-    base = f"http://{settings.host}:{settings.port}"
-    paths = [p for t, p in (("http", "/mcp"), ("sse", "/sse")) if t in settings.transports]
-    urls = ", ".join(f"{base}{path}" for path in paths)
-    return (
-        f"memhub {__version__} ready: {urls} (health {base}/health); store {settings.db_url}; "
-        f"toolsets {', '.join(container.toolsets)}; {_embedder_state(container)}"
-    )
-
-
-async def _announce_when_listening(server: Any, container: Container) -> None:
-    """Print `ready_line` once uvicorn has bound its socket (`started`), then return."""
-    with anyio.move_on_after(60):
-        while not server.started:
-            if server.should_exit:
-                return
-            await anyio.sleep(0.05)
-        print(ready_line(container), file=sys.stderr, flush=True)
-
-
-async def _serve(container: Container) -> None:
-    settings = container.settings
-    server = container.server
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(container.run_background)
-        if {"http", "sse"} & set(settings.transports):
-            import uvicorn
-
-            from memhub.http.app import build_http_app
-
-            app = build_http_app(
-                server,
-                settings.transports,
-                lambda: {"db": settings.db_url},
-                container.metrics,
-                container.gauges,
-            )
-            if settings.auth == "apikey":
-                from memhub.http.auth import ApiKeyMiddleware
-
-                app = ApiKeyMiddleware(app, container.principal_for_key)  # type: ignore[assignment]
-            config = uvicorn.Config(
-                app,
-                host=settings.host,
-                port=settings.port,
-                log_level=settings.log_level.lower(),
-                lifespan="on",
-            )
-            web = uvicorn.Server(config)
-            tg.start_soon(web.serve)
-            tg.start_soon(_announce_when_listening, web, container)
-        if "stdio" in settings.transports:
-            await run_stdio(server)
-            tg.cancel_scope.cancel()  # the stdio client owns this process: its EOF ends it
-        else:
-            await anyio.sleep_forever()
 
 
 def _doctor(container: Container) -> int:
@@ -211,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (
         args.command == "serve"
         and settings.host not in LOOPBACK
+        and settings.auth == "none"
         and {"http", "sse"} & set(settings.transports)
     ):
         print("memhub: HTTP without authentication binds to loopback only (127.0.0.1, ::1)", file=sys.stderr)
@@ -222,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if args.command == "serve":
-            anyio.run(_serve, container)
+            anyio.run(serve, container)
             return 0
         if args.command == "apikey":
             return _apikey(container, args)

@@ -18,16 +18,20 @@ from memhub.cli.progress import ProgressBar
 from memhub.services import ops
 from memhub.services.assoc import manage
 from memhub.services.assoc import models as m
+from memhub.services.backups import list_backups
 from memhub.services.runtime import Call
-from memhub.store.base import BACKUP_PARTS
+from memhub.store.base import BACKUP_PARTS, Encryption
+from memhub.store.crypto import key_id, new_key, parse_key
 
-COMMANDS = ("backup", "restore", "reindex", "export", "import")
+COMMANDS = ("backup", "restore", "reindex", "export", "import", "encryption")
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     backup = commands.add_parser("backup", help="take an online backup of the store")
     backup.add_argument(
-        "path", nargs="?", help="backup file (default: $MEMHUB_HOME/backups/memhub-<time>.db)"
+        "path",
+        nargs="?",
+        help="backup file (default: $MEMHUB_HOME/backups/memhub-<time>.db); `list`: the backups there",
     )
     backup.add_argument(
         "--exclude", default="", help=f"comma list of parts to leave out: {', '.join(BACKUP_PARTS)}"
@@ -46,6 +50,13 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     export.add_argument("--project-id", help="only this project (proj_…)")
     export.add_argument("-o", "--output", help="file to write (default: stdout)")
 
+    crypt = commands.add_parser("encryption", help="content encryption at rest: new keys, key rotation")
+    crypt.add_argument(
+        "action", choices=["keygen", "rotate"], help="keygen: print a new key; rotate: re-encrypt"
+    )
+    crypt.add_argument("--new-key-file", help="rotate: file holding the new key (base64)")
+    crypt.add_argument("--decrypt", action="store_true", help="rotate: store the text unencrypted again")
+
     imported = commands.add_parser("import", help="import a json export (all or nothing)")
     imported.add_argument("path", help="file written by `memhub export` (or a JSON array of memories)")
 
@@ -57,6 +68,11 @@ def _call(container: Container, tool: str, progress: ProgressBar | None = None) 
 
 async def run(container: Container, args: argparse.Namespace) -> int:
     runtime = container.runtime
+    if args.command == "backup" and args.path == "list":
+        for found in list_backups(runtime):
+            kind = "daily" if found.daily else "manual"
+            print(f"{found.path}\t{found.bytes}\t{kind}")
+        return 0
     if args.command == "backup":
         exclude = [part.strip() for part in args.exclude.split(",") if part.strip()]
         path = (
@@ -84,6 +100,8 @@ async def run(container: Container, args: argparse.Namespace) -> int:
         await _call(container, "reindex").record("ok")
         print(json.dumps(details, ensure_ascii=False))
         return 0
+    if args.command == "encryption":
+        return await _encryption(container, args)
     if args.command == "export":
         query = {"action": "export", "export_format": args.format, "target_domain": args.domain}
         if args.project_id:
@@ -106,4 +124,28 @@ async def run(container: Container, args: argparse.Namespace) -> int:
     finally:
         bar.close()
     print(f"imported {out.count} memories", file=sys.stderr)
+    return 0
+
+
+async def _encryption(container: Container, args: argparse.Namespace) -> int:
+    if args.action == "keygen":
+        print(new_key())  # shown once: keep it in a key file or a secret store
+        return 0
+    store = container.runtime.store
+    if not isinstance(store, Encryption):
+        print("memhub: this store cannot encrypt its content", file=sys.stderr)
+        return 1
+    if bool(args.new_key_file) == bool(args.decrypt):
+        print("memhub: encryption rotate needs --new-key-file FILE or --decrypt", file=sys.stderr)
+        return 2
+    try:
+        new = None if args.decrypt else parse_key(Path(args.new_key_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"memhub: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return 2
+    await container.runtime.in_thread(container.runtime.deferred.flush)
+    done = await container.runtime.in_thread(lambda: store.rotate_encryption(new))
+    await _call(container, "encryption.rotate").record("ok")
+    state = "unencrypted" if new is None else f"encrypted under key {key_id(new)}"
+    print(f"{done} items rewritten, {state}; the text index was rebuilt", file=sys.stderr)
     return 0

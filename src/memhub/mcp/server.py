@@ -89,6 +89,7 @@ def build_mcp_server(
                 raise ValueError(f"tool {spec.name} is declared twice")
             tools[spec.name] = (spec, toolset)
     listing = types.ListToolsResult(tools=[published_tool(spec) for spec, _ in tools.values()])
+    input_schemas = {tool.name: tool.input_schema for tool in listing.tools}
 
     async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return listing
@@ -115,6 +116,9 @@ def build_mcp_server(
         version=__version__,
         instructions=registry.instructions(served),
         lifespan=background.lifespan,
+        # The SDK checks `Mcp-Param-*` headers of each streamable-HTTP tools/call against the
+        # tool's input schema; handing it the schemas spares a tools/list run per call.
+        get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         **handlers,

@@ -68,7 +68,13 @@ class VectorBackfill:
         self._watermark = 0  # every item id up to here has a vector or is queued
         self._log_seq: int | None = None  # vector_log position: deletions after it are re-embedded
         self._running = False  # the model is loaded and run_forever is following writes
-        self._pending = False  # this process wrote texts the backfill has not caught up with yet
+        # Read your writes by generation: each write of this process (`notify`) is one more
+        # generation; a scan that began after generation g and drained its queue makes every
+        # write up to g embedded. A search waits for the writes before it, not for later ones
+        # (under a steady stream of writes there is always a later one).
+        self._written = 0
+        self._caught_up = 0
+        self._scan_generation = 0
         self._settled: anyio.Event | None = None
 
     def reset(self) -> None:
@@ -90,7 +96,7 @@ class VectorBackfill:
     @property
     def pending(self) -> bool:
         """This process wrote texts whose vectors (and semantic links) are not made yet."""
-        return self._pending
+        return self._caught_up < self._written
 
     @property
     def backlog(self) -> int:
@@ -100,7 +106,7 @@ class VectorBackfill:
     def notify(self) -> None:
         """Items were written by this process: have `run_forever` look now. Call from the event loop."""
         self._notified = True
-        self._pending = True
+        self._written += 1
         if self._wake is not None:
             self._wake.set()
 
@@ -109,16 +115,19 @@ class VectorBackfill:
         `on_embedded` work is done); True when caught up. Returns at once when nothing is
         pending or the backfill is not running (no model yet): a search right after a store
         then sees the new memory's vector without every store waiting for the model."""
-        if not self._pending or not self._running:
+        target = self._written
+        if self._caught_up >= target or not self._running:
             return True
-        if self._settled is None:
-            self._settled = anyio.Event()
         with anyio.move_on_after(timeout):
-            await self._settled.wait()
-        return not self._pending
+            while self._caught_up < target:
+                if self._settled is None:
+                    self._settled = anyio.Event()
+                await self._settled.wait()
+        return self._caught_up >= target
 
-    def _mark_settled(self) -> None:
-        self._pending = False
+    def _mark_settled(self, generation: int | None = None) -> None:
+        """Every write up to `generation` (None: all) has its vector and its follow-up work."""
+        self._caught_up = max(self._caught_up, self._written if generation is None else generation)
         if self._settled is not None:
             self._settled.set()
             self._settled = None
@@ -248,6 +257,7 @@ class VectorBackfill:
             if changed or anyio.current_time() - last_scan >= rescan_seconds:
                 self._drop_queue()
                 self._notified = False
+                self._scan_generation = self._written  # the scan below sees every write up to here
                 last_version, last_scan = version, anyio.current_time()
                 rescan = True
             else:
@@ -261,8 +271,8 @@ class VectorBackfill:
                     return
                 except MemhubError as exc:
                     log.warning("vector backfill failed (%s): %s; retrying", exc.kind, exc.message)
-            if (rescan or done) and not self._queue and not self._more and not self._notified:
-                self._mark_settled()  # everything written before the last scan has its vector
+            if (rescan or done) and not self._queue and not self._more:
+                self._mark_settled(self._scan_generation)  # written before the last scan: embedded
             if done and (self._queue or self._more):
                 idle = poll_seconds
                 await anyio.sleep(0)  # more work is waiting: let others run, then go on at once

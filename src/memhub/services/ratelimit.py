@@ -32,6 +32,7 @@ class Verdict:
 
 
 UNLIMITED = Verdict(True, 0, 0, 0.0, 0.0)
+MAX_BUCKETS = 100_000  # past this many keys, buckets that have refilled are forgotten
 
 
 class RateLimiter:
@@ -43,6 +44,14 @@ class RateLimiter:
 
     def take(self, key: str, tool_class: str) -> Verdict:
         """Spend one call of `key` in `tool_class` if its bucket allows it."""
+        return self._check(key, tool_class, spend=True)
+
+    def peek(self, key: str, tool_class: str) -> Verdict:
+        """What `take` would answer, without spending (for headers, and for the HTTP layer to
+        refuse a call the pipeline would refuse before anything is read)."""
+        return self._check(key, tool_class, spend=False)
+
+    def _check(self, key: str, tool_class: str, *, spend: bool) -> Verdict:
         limit = self.limits.get(tool_class)
         if limit is None or limit.calls <= 0:
             return UNLIMITED
@@ -52,9 +61,12 @@ class RateLimiter:
             tokens, at = self._buckets.get((key, tool_class), (float(limit.calls), now))
             tokens = min(float(limit.calls), tokens + max(0.0, now - at) * rate)
             allowed = tokens >= 1.0
-            if allowed:
+            if allowed and spend:
                 tokens -= 1.0
-            self._buckets[(key, tool_class)] = (tokens, now)
+            if spend:
+                self._buckets[(key, tool_class)] = (tokens, now)
+        if len(self._buckets) > MAX_BUCKETS:
+            self._forget_full(now)
         retry = 0.0 if allowed else (1.0 - tokens) / rate
         return Verdict(
             allowed=allowed,
@@ -63,3 +75,11 @@ class RateLimiter:
             reset_s=(limit.calls - tokens) / rate,
             retry_after_s=retry,
         )
+
+    def _forget_full(self, now: float) -> None:
+        """Drop buckets that are full again (a forgotten bucket starts full: the same)."""
+        with self._lock:
+            for (key, tool_class), (tokens, at) in list(self._buckets.items()):
+                limit = self.limits[tool_class]
+                if tokens + (now - at) * limit.calls / limit.window_s >= limit.calls:
+                    del self._buckets[(key, tool_class)]

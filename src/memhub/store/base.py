@@ -264,6 +264,15 @@ class Backups(Protocol):
 
 
 @runtime_checkable
+class Encryption(Protocol):
+    """Content encrypted at rest (store/crypto.py) and its key rotation."""
+
+    def rotate_encryption(self, new_key: bytes | None) -> int:
+        """Re-encrypt every item's text under `new_key` (None: plaintext); items rewritten."""
+        ...
+
+
+@runtime_checkable
 class Checks(Protocol):
     """Integrity checks of the stored data."""
 

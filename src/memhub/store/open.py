@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from memhub.core.clock import Clock
@@ -11,9 +12,10 @@ from memhub.store.base import Store
 SCHEMES = ("sqlite", "postgresql")
 
 
-def open_store(url: str | Path, *, clock: Clock | None = None) -> Store:
+def open_store(url: str | Path, *, clock: Clock | None = None, keys: Sequence[bytes] = ()) -> Store:
     """A store for `url`: a file path or `sqlite:///path` opens the embedded SQLite backend;
-    `postgresql://…` names the scale-out backend (not built yet: a clear error, not a guess)."""
+    `postgresql://…` names the scale-out backend (not built yet: a clear error, not a guess).
+    `keys` turn on content encryption (store/crypto.py): the first encrypts, all decrypt."""
     text = str(url)
     scheme, sep, rest = text.partition("://")
     if not sep:
@@ -25,7 +27,7 @@ def open_store(url: str | Path, *, clock: Clock | None = None) -> Store:
 
         if not rest:
             raise ValueError("a SQLite location needs a file path")
-        return SqliteStore(Path(rest).expanduser(), clock=clock)
+        return SqliteStore(Path(rest).expanduser(), clock=clock, keys=keys)
     if scheme in ("postgresql", "postgres"):
         raise MemhubError(
             ErrorKind.UNAVAILABLE,

@@ -21,6 +21,8 @@ from pathlib import Path
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.base import EventRow, VectorChange
+from memhub.store.crypto import ContentCipher
+from memhub.store.sqlite import encryption
 from memhub.store.sqlite.tx import SqliteTx
 
 log = logging.getLogger(__name__)
@@ -59,8 +61,11 @@ def _statements(script: str) -> Iterator[str]:
 
 
 class SqliteStore:
-    def __init__(self, path: str | Path, *, clock: Clock | None = None) -> None:
+    def __init__(self, path: str | Path, *, clock: Clock | None = None, keys: Sequence[bytes] = ()) -> None:
+        """`keys`: content encryption (store/crypto.py); the first encrypts, all decrypt."""
         self.path = Path(path)
+        self._keys = list(keys)
+        self.cipher = ContentCipher(self._keys) if self._keys else None
         self.location = str(self.path)
         self.clock: Clock = clock or SystemClock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +85,7 @@ class SqliteStore:
         ):
             self._conn.execute(pragma)
         self._migrate()
+        encryption.install(self._conn, self.cipher)
 
     # -- schema -------------------------------------------------------------------------
 
@@ -125,7 +131,7 @@ class SqliteStore:
             except sqlite3.Error as exc:
                 raise _storage_error(exc) from exc
             try:
-                yield SqliteTx(conn, isoformat(self.clock.now()), write=write)
+                yield SqliteTx(conn, isoformat(self.clock.now()), write=write, cipher=self.cipher)
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 _rollback(conn)
@@ -211,6 +217,18 @@ class SqliteStore:
             ok = bool(self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
         self._checked = (time.monotonic(), ok)
         return ok
+
+    def rotate_encryption(self, new_key: bytes | None) -> int:
+        """Re-encrypt all item text under `new_key` (None: decrypt it all) and rebuild the text
+        index; old text is then gone from the file (secure_delete, VACUUM). Items rewritten."""
+        readable = [*([new_key] if new_key else []), *self._keys]
+        ring = ContentCipher(readable or [bytes(32)])  # no key at all: only plaintext is readable
+        new = ContentCipher([new_key]) if new_key else None
+        with self._lock:
+            done = encryption.rotate(self._conn, ring, new, isoformat(self.clock.now()))
+            self._keys = [new_key] if new_key else []
+            self.cipher = new
+        return done
 
     def backup_to(self, target: Path, exclude: Sequence[str] = ()) -> None:
         """A consistent copy of the live database (SQLite's online backup), safe while others

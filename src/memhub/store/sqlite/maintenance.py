@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Sequence
 
-from memhub.core.text import index_text
+from memhub.store.crypto import ContentCipher
 
 
 class MaintenanceMixin:
     conn: sqlite3.Connection
     now: str
+    cipher: ContentCipher | None
+
+    index_row: Callable[[str | None, str, Sequence[str]], str]  # SqliteTx's
+
+    def _plain(self, row: sqlite3.Row, column: str) -> str | None:
+        value: str | None = row[column]
+        return self.cipher.decrypt(value, column) if self.cipher is not None else value
 
     def reindex_text(self, batch: int = 2_000) -> int:
         """Rebuild the FTS index from the items (after a tokenizer or normalisation change)."""
@@ -25,7 +33,15 @@ class MaintenanceMixin:
                 return done
             self.conn.executemany(
                 "INSERT INTO items_fts(rowid, text) VALUES (?, ?)",
-                [(r["id"], index_text(r["title"], r["body"], " ".join(_tags(r["tags"])))) for r in rows],
+                [
+                    (
+                        r["id"],
+                        self.index_row(
+                            self._plain(r, "title"), self._plain(r, "body") or "", _tags(r["tags"])
+                        ),
+                    )
+                    for r in rows
+                ],
             )
             done += len(rows)
             last = rows[-1]["id"]

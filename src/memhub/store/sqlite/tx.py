@@ -21,6 +21,7 @@ from memhub.store.base import (
     LinkRow,
     NewItem,
 )
+from memhub.store.crypto import ContentCipher
 from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
@@ -40,7 +41,10 @@ _ITEM_COLUMNS = (
 )
 
 
-def item_from_row(row: sqlite3.Row) -> ItemRow:
+def item_from_row(row: sqlite3.Row, cipher: ContentCipher | None = None) -> ItemRow:
+    title, body = row["title"], row["body"]
+    if cipher is not None:
+        title, body = cipher.decrypt(title, "title"), cipher.decrypt(body, "body") or ""
     return ItemRow(
         id=row["id"],
         kind=row["kind"],
@@ -51,8 +55,8 @@ def item_from_row(row: sqlite3.Row) -> ItemRow:
         scope=row["scope"],
         boundary_class=row["boundary_class"],
         status=row["status"],
-        title=row["title"],
-        body=row["body"],
+        title=title,
+        body=body,
         tags=tuple(json.loads(row["tags"])),
         attrs=json.loads(row["attrs"]),
         content_hash=row["content_hash"],
@@ -67,10 +71,19 @@ def item_from_row(row: sqlite3.Row) -> ItemRow:
 
 
 class SqliteTx(PeopleMixin, MaintenanceMixin):
-    def __init__(self, conn: sqlite3.Connection, now: str, *, write: bool = True) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, now: str, *, write: bool = True, cipher: ContentCipher | None = None
+    ) -> None:
         self.conn = conn
         self.now = now
         self.write = write
+        self.cipher = cipher  # None: text stored as it is
+
+    def _item(self, row: sqlite3.Row) -> ItemRow:
+        return item_from_row(row, self.cipher)
+
+    def _seal(self, text: str | None, column: str) -> str | None:
+        return self.cipher.encrypt(text, column) if self.cipher is not None else text
 
     # -- items ----------------------------------------------------------------------------
 
@@ -87,9 +100,9 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
                 item.scope,
                 item.boundary_class,
                 item.status,
-                item.title,
-                item.body,
-                normalize(f"{item.title or ''}\n{item.body}"),
+                self._seal(item.title, "title"),
+                self._seal(item.body, "body"),
+                self._seal(normalize(f"{item.title or ''}\n{item.body}"), "norm_text"),
                 json.dumps(tags, ensure_ascii=False),
                 json.dumps(item.attrs, ensure_ascii=False),
                 item.content_hash,
@@ -101,16 +114,21 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             ),
         ).fetchone()
         self._index(row["id"], item.title, item.body, tags)
-        return item_from_row(row)
+        return self._item(row)
 
     def _index(self, item_id: int, title: str | None, body: str, tags: Sequence[str]) -> None:
         self.conn.execute(
             "INSERT INTO items_fts(rowid, text) VALUES (?, ?)",
-            (item_id, index_text(title, body, " ".join(tags))),
+            (item_id, self.index_row(title, body, tags)),
         )
         self.conn.executemany(
             "INSERT OR IGNORE INTO item_tags(item_id, tag) VALUES (?, ?)", [(item_id, t) for t in tags]
         )
+
+    def index_row(self, title: str | None, body: str, tags: Sequence[str]) -> str:
+        """What the text index holds for an item: its words, or their blind tokens."""
+        text = index_text(title, body, " ".join(tags))
+        return self.cipher.blind_text(text) if self.cipher is not None else text
 
     def update_item(self, item_id: int, changes: dict[str, Any]) -> ItemRow:
         """Change columns of one item; new text is re-indexed and its stale vectors dropped."""
@@ -123,6 +141,9 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
                 values[key] = json.dumps(
                     list(values[key]) if key == "tags" else values[key], ensure_ascii=False
                 )
+        for key in ("title", "body"):
+            if key in values:
+                values[key] = self._seal(values[key], key)
         text_changed = bool({"title", "body", "tags"} & set(changes))
         assignments = ", ".join(f"{column} = ?" for column in values)
         row = self.conn.execute(
@@ -132,10 +153,10 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         if row is None:
             raise not_found(f"item {item_id} not found")
         if text_changed:
-            updated = item_from_row(row)
+            updated = self._item(row)
             row = self.conn.execute(
                 "UPDATE items SET norm_text = ? WHERE id = ? RETURNING *",
-                (normalize(f"{updated.title or ''}\n{updated.body}"), item_id),
+                (self._seal(normalize(f"{updated.title or ''}\n{updated.body}"), "norm_text"), item_id),
             ).fetchone()
             self.conn.execute("DELETE FROM items_fts WHERE rowid = ?", (item_id,))
             self.conn.execute("DELETE FROM item_tags WHERE item_id = ?", (item_id,))
@@ -146,7 +167,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
                 (item_id,),
             )
             self.conn.execute("DELETE FROM vectors WHERE item_id = ?", (item_id,))
-        return item_from_row(row)
+        return self._item(row)
 
     def delete_items(self, ids: Sequence[int]) -> int:
         total = 0
@@ -171,7 +192,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             sql += f" AND i.kind IN ({placeholders(kinds)})"
             args.extend(kinds)
         row = self.conn.execute(sql, args).fetchone()
-        return item_from_row(row) if row else None
+        return self._item(row) if row else None
 
     def _where(self, viewer: Viewer, query: ItemQuery) -> tuple[str, list[Any]]:
         cond, args = visible(viewer)
@@ -191,7 +212,8 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             where.append("i.id >= ?")
             args.append(query.min_id)
         for term in query.contains:
-            where.append("instr(i.norm_text, ?) > 0")
+            column = "mh_plain(i.norm_text)" if self.cipher is not None else "i.norm_text"
+            where.append(f"instr({column}, ?) > 0")
             args.append(term)
         if query.with_child_kind:
             where.append("EXISTS (SELECT 1 FROM items c WHERE c.parent_id = i.id AND c.kind = ?)")
@@ -253,13 +275,17 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             "created_desc": "i.created_at DESC, i.id DESC",
         }[query.order]
         sql = f"SELECT i.* FROM items i WHERE {where} ORDER BY {order} LIMIT ?"
-        return [item_from_row(r) for r in self.conn.execute(sql, [*args, query.limit])]
+        return [self._item(r) for r in self.conn.execute(sql, [*args, query.limit])]
 
     def norm_texts(self, ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
         for chunk in _chunks(ids):
             sql = f"SELECT id, norm_text FROM items WHERE id IN ({placeholders(chunk)})"
-            out.update((int(r[0]), str(r[1])) for r in self.conn.execute(sql, chunk))
+            rows = self.conn.execute(sql, chunk)
+            if self.cipher is None:
+                out.update((int(r[0]), str(r[1])) for r in rows)
+            else:
+                out.update((int(r[0]), self.cipher.decrypt(r[1], "norm_text") or "") for r in rows)
         return out
 
     def query_briefs(self, viewer: Viewer, query: ItemQuery) -> list[ItemBrief]:
@@ -340,7 +366,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
             " ORDER BY t.depth, i.id",
             [root_id, kind, kind, limit, *params],
         ).fetchall()
-        return [item_from_row(r) for r in rows]
+        return [self._item(r) for r in rows]
 
     def text_search(
         self,
@@ -353,7 +379,8 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
     ) -> list[tuple[int, float]]:
         """(item id, BM25 relevance >= 0, higher is better) for plain `terms`, OR-ed; at most
         ~`budget` matching rows are ranked (store/sqlite/fts.py)."""
-        matches = [match_term(term) for term in terms if term]
+        build = self.cipher.match_term if self.cipher is not None else match_term
+        matches = [m for term in terms if term and (m := build(term))]
         if not matches or limit <= 0:
             return []
         expr, min_rowid = bounded_match(self.conn, matches, budget)
@@ -420,13 +447,22 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         """(item id, text to embed) for items past `after_id` (or among `ids`) lacking a vector."""
         where, args = ("i.id > ?", [after_id]) if not ids else (f"i.id IN ({placeholders(ids)})", list(ids))
         rows = self.conn.execute(
-            "SELECT i.id, coalesce(i.title, '') AS title, i.body FROM items i"
+            "SELECT i.id, i.title, i.body FROM items i"
             f" WHERE {where} AND NOT EXISTS"
             " (SELECT 1 FROM vectors v WHERE v.item_id = i.id AND v.embedder = ?)"
             " ORDER BY i.id LIMIT ?",
             [*args, embedder, limit],
         ).fetchall()
-        return [(r["id"], f"{r['title']}\n{r['body']}".strip()) for r in rows]
+        cipher = self.cipher
+        if cipher is None:
+            return [(r["id"], f"{r['title'] or ''}\n{r['body']}".strip()) for r in rows]
+        return [
+            (
+                r["id"],
+                f"{cipher.decrypt(r['title'], 'title') or ''}\n{cipher.decrypt(r['body'], 'body')}".strip(),
+            )
+            for r in rows
+        ]
 
     def item_owners(self, ids: Sequence[int], kinds: Sequence[str]) -> dict[int, str]:
         out: dict[int, str] = {}

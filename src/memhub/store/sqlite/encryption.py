@@ -1,0 +1,82 @@
+"""The SQLite side of content encryption (store/crypto.py): the connection's `mh_plain` function,
+the start-up key check, and key rotation.
+
+With a cipher the connection runs `PRAGMA secure_delete = ON`, so text that is overwritten or
+deleted (plaintext from before encryption, ciphertext of an old key) is zeroed in the file
+rather than left in free pages; rotation ends with VACUUM and a WAL truncation for the same
+reason.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memhub.core.errors import ErrorKind, MemhubError
+from memhub.store.crypto import PREFIX, ContentCipher
+from memhub.store.sqlite.tx import SqliteTx
+
+BATCH = 1_000
+_ENCRYPTED = f"substr(body, 1, {len(PREFIX)}) = '{PREFIX}'"
+
+
+def install(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
+    """Register `mh_plain(text)` (substring search over encrypted text) and check the key."""
+
+    def plain(value: str | None) -> str | None:
+        return cipher.decrypt(value, "norm_text") if cipher is not None else value
+
+    conn.create_function("mh_plain", 1, plain, deterministic=True)
+    row = conn.execute(f"SELECT body FROM items WHERE {_ENCRYPTED} LIMIT 1").fetchone()
+    if cipher is None:
+        if row is not None:
+            raise MemhubError(
+                ErrorKind.STORAGE,
+                "this store is encrypted: set MEMHUB_ENCRYPTION_KEY or MEMHUB_ENCRYPTION_KEY_FILE",
+            )
+        return
+    conn.execute("PRAGMA secure_delete = ON")
+    if row is not None:
+        cipher.decrypt(row[0], "body")  # a wrong key fails here, at start-up, not on a read
+
+
+def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | None, now: str) -> int:
+    """Re-encrypt every item's text with `new` (None: store it as plaintext), reading it with
+    `ring` (every key it may be under), and rebuild the text index; one transaction, then
+    VACUUM. Returns the number of items rewritten."""
+    conn.execute("BEGIN IMMEDIATE")
+    done = last = 0
+    try:
+        while True:
+            rows = conn.execute(
+                "SELECT id, title, body, norm_text FROM items WHERE id > ? ORDER BY id LIMIT ?", (last, BATCH)
+            ).fetchall()
+            if not rows:
+                break
+            conn.executemany(
+                "UPDATE items SET title = ?, body = ?, norm_text = ? WHERE id = ?",
+                [
+                    (
+                        _seal(new, ring.decrypt(row[1], "title"), "title"),
+                        _seal(new, ring.decrypt(row[2], "body"), "body"),
+                        _seal(new, ring.decrypt(row[3], "norm_text"), "norm_text"),
+                        row[0],
+                    )
+                    for row in rows
+                ],
+            )
+            done += len(rows)
+            last = rows[-1][0]
+        SqliteTx(conn, now, cipher=new).reindex_text()
+        conn.execute("INSERT INTO items_fts(items_fts) VALUES ('optimize')")  # drop the old segments
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    install(conn, new)
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return done
+
+
+def _seal(cipher: ContentCipher | None, text: str | None, column: str) -> str | None:
+    return cipher.encrypt(text, column) if cipher is not None else text

@@ -1,0 +1,107 @@
+"""Content encrypted at rest: the words are absent from the database file's bytes while keyword,
+substring (discussion) and CJK search still find them; a wrong or missing key is refused at
+start-up; `memhub encryption rotate` moves a store to a new key or encrypts a plaintext one."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from memhub.cli.container import build_container
+from memhub.core.errors import MemhubError
+from tests.conftest import make_settings
+from tests.helpers import MEMHUB, ok
+
+pytestmark = pytest.mark.anyio
+SECRET_WORDS = ("quetzalcoatl", "marmalade", "zirconium")
+CONTENT = "The quetzalcoatl marmalade recipe needs zirconium spoons; 秘密の暗号鍵は金庫にある"
+
+
+def _key() -> str:
+    return base64.b64encode(os.urandom(32)).decode()
+
+
+def _file_bytes(home: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in home.glob("memhub.db*") if p.is_file())
+
+
+async def _write_and_search(home: Path, key: str) -> None:
+    container = build_container(make_settings(home, embedder="none", encryption_key=key))
+    try:
+        async with Client(container.server) as client:
+            stored = await ok(client, "memory", action="store", content=CONTENT, domain="user")
+            memory_id = stored["memory"]["id"]
+            found = await ok(client, "memory", action="search", query="zirconium spoons")
+            assert [m["id"] for m in found["memories"]][:1] == [memory_id]
+            cjk = await ok(client, "memory", action="search", query="暗号鍵")
+            assert memory_id in [m["id"] for m in cjk["memories"]]
+            assert (await ok(client, "memory", action="get", memory_id=memory_id))["memory"][
+                "content"
+            ] == CONTENT
+            pid = (await ok(client, "add-project", name="vault"))["project_id"]
+            await ok(client, "add-topic", project_id=pid, title="marmalade plans", description="quetzalcoatl")
+            topics = await ok(client, "search-topics", project_id=pid, keyword="marmalade")
+            assert [t["title"] for t in topics["topics"]] == ["marmalade plans"]
+    finally:
+        container.close()
+
+
+async def test_encrypted_content_is_absent_from_the_file_and_still_found(tmp_path: Path) -> None:
+    key = _key()
+    await _write_and_search(tmp_path, key)
+    raw = _file_bytes(tmp_path)
+    for word in (*SECRET_WORDS, "秘密"):
+        assert word.encode() not in raw, word
+    assert b"mhenc1:" in raw
+    with pytest.raises(MemhubError, match="encrypted"):
+        build_container(make_settings(tmp_path, embedder="none"))
+    with pytest.raises(MemhubError, match="key"):
+        build_container(make_settings(tmp_path, embedder="none", encryption_key=_key()))
+
+
+def _memhub(home: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MEMHUB, "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MEMHUB_EMBEDDER": "none", **env},
+    )
+
+
+async def test_rotation_to_a_new_key_and_from_plaintext(tmp_path: Path) -> None:
+    old, new = _key(), _key()
+    await _write_and_search(tmp_path, old)
+    key_file = tmp_path / "new.key"
+    key_file.write_text(_memhub(tmp_path, {}, "encryption", "keygen").stdout.strip() or new)
+    done = _memhub(
+        tmp_path, {"MEMHUB_ENCRYPTION_KEY": old}, "encryption", "rotate", "--new-key-file", str(key_file)
+    )
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(MemhubError):
+        build_container(make_settings(tmp_path, embedder="none", encryption_key=old))
+    container = build_container(make_settings(tmp_path, embedder="none", encryption_key_file=str(key_file)))
+    try:
+        async with Client(container.server) as client:
+            found = await ok(client, "memory", action="search", query="quetzalcoatl")
+            assert found["memories"] and found["memories"][0]["content"] == CONTENT
+    finally:
+        container.close()
+
+    plain = tmp_path / "plain"
+    container = build_container(make_settings(plain, embedder="none"))
+    try:
+        async with Client(container.server) as client:
+            await ok(client, "memory", action="store", content=CONTENT, domain="user")
+    finally:
+        container.close()
+    assert SECRET_WORDS[0].encode() in _file_bytes(plain)
+    done = _memhub(plain, {}, "encryption", "rotate", "--new-key-file", str(key_file))
+    assert done.returncode == 0, done.stderr
+    raw = _file_bytes(plain)
+    assert not any(word.encode() in raw for word in SECRET_WORDS)  # old plaintext pages are gone too
