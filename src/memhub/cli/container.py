@@ -99,7 +99,7 @@ def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.RE
     engine = SearchEngine(store, embedding, vectors)
     runtime = Runtime(
         store=store, search=engine, embedding=embedding, backfill=backfill, home=settings.home,
-        limiter=anyio.CapacityLimiter(4),
+        settings=settings, limiter=anyio.CapacityLimiter(4),
     )  # fmt: skip
     _embedded_hooks(runtime, available)
     return runtime

@@ -93,6 +93,36 @@ class Settings:
             "MEMHUB_REVIEW_WINDOW_S", "Seconds after it was written before a proposal may be accepted."
         ),
     )
+    pce_active_context_ttl_s: float = field(
+        default=1800.0,
+        metadata=_meta(
+            "MEMHUB_PCE_ACTIVE_CONTEXT_TTL_S",
+            "Seconds an active context (pce.memory.activate) stays readable.",
+        ),
+    )
+    pce_policy_hmac_key: str = field(
+        default="",
+        metadata=_meta(
+            "MEMHUB_PCE_POLICY_HMAC_KEY",
+            "When set, pce.memory.policy.apply requires an approver and an HMAC-SHA256 signature"
+            " with this key.",
+        ),
+    )
+    pce_require_policy: bool = field(
+        default=False,
+        metadata=_meta(
+            "MEMHUB_PCE_REQUIRE_POLICY",
+            "1: pce activate/search answer POLICY_MISSING until a policy is applied"
+            " (0: the built-in policy).",
+        ),
+    )
+    pce_feedback_bucket_s: int = field(
+        default=3600,
+        metadata=_meta(
+            "MEMHUB_PCE_FEEDBACK_BUCKET_S",
+            "Width of pce.memory.feedback's idempotency bucket: one signal per claim and caller per bucket.",
+        ),
+    )
 
     @property
     def proposals_dir(self) -> Path:
@@ -155,7 +185,11 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
     for key in ("rate_limit_read", "rate_limit_write", "rate_limit_admin"):
         if key in values:
             values[key] = int(str(values[key]))
-    for key in ("decision_cooldown_s", "review_window_s"):
+    if "pce_require_policy" in values and isinstance(values["pce_require_policy"], str):
+        values["pce_require_policy"] = str(values["pce_require_policy"]).lower() in ("1", "true", "yes", "on")
+    if "pce_feedback_bucket_s" in values:
+        values["pce_feedback_bucket_s"] = int(str(values["pce_feedback_bucket_s"]))
+    for key in ("decision_cooldown_s", "review_window_s", "pce_active_context_ttl_s"):
         if key in values:
             values[key] = float(str(values[key]))
     settings = Settings(**values)  # type: ignore[arg-type]

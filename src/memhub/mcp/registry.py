@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memhub.mcp import assoc, discussion
+from memhub.mcp import assoc, discussion, pce
 from memhub.mcp.toolkit import Toolset
 
 REGISTRY: tuple[Toolset, ...] = (
     discussion.TOOLSET,
     assoc.TOOLSET,
+    pce.TOOLSET,
 )
 
 PREAMBLE = (

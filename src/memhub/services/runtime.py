@@ -21,6 +21,7 @@ import anyio
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.core.models import Principal
+from memhub.core.settings import Settings
 from memhub.services.deferred import DeferredWrites
 from memhub.store.base import Store, Tx
 
@@ -43,6 +44,7 @@ class Runtime:
     embedding: EmbeddingService | None = None
     backfill: VectorBackfill | None = None
     home: Path | None = None  # where backups go by default
+    settings: Settings = field(default_factory=Settings)  # what toolsets read at call time (pce_*)
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(4))
     deferred: DeferredWrites = field(init=False)
 

@@ -23,6 +23,7 @@ from memhub.store.base import (
 )
 from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
+from memhub.store.sqlite.pce import PceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
 
@@ -66,7 +67,7 @@ def item_from_row(row: sqlite3.Row) -> ItemRow:
     )
 
 
-class SqliteTx(PeopleMixin, MaintenanceMixin):
+class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
     def __init__(self, conn: sqlite3.Connection, now: str, *, write: bool = True) -> None:
         self.conn = conn
         self.now = now
@@ -234,6 +235,9 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
                 " GROUP BY item_id HAVING count(*) = ?)"
             )
             args.extend([*query.tags_all, len(set(query.tags_all))])
+        if query.content_hash is not None:
+            where.append("i.content_hash = ?")
+            args.append(query.content_hash)
         if query.scope_projects is not None:
             listed = placeholders(query.scope_projects) or "NULL"
             where.append(f"(i.scope != 'project' OR i.project_id IN ({listed}))")
