@@ -15,7 +15,7 @@ from mcp import Client
 
 from memhub.auth.identity import Identity
 from memhub.cli.container import Container, build_container
-from memhub.core.models import Principal
+from memhub.core.models import Principal, ProjectRole
 from memhub.mcp.server import build_mcp_server
 from tests.conftest import make_settings
 from tests.helpers import error_body
@@ -64,6 +64,18 @@ class Pce:
     async def claim(self, text: str, **extra: Any) -> str:
         args = {"text": text, "provenance": PROV, **extra}
         return str((await self.a("pce.memory.upsert", **args))["id"])
+
+    async def share_with_bob(self) -> None:
+        """Make bob an editor of alice's current project "demo"."""
+
+        def work() -> None:
+            with self.container.runtime.store.transaction(write=True) as tx:
+                project = tx.get_project_by_name("demo")
+                assert project is not None
+                tx.ensure_principal("bob")
+                tx.set_member(project.id, "bob", ProjectRole.EDITOR)
+
+        await self.container.runtime.in_thread(work)
 
     async def settle(self) -> None:
         await settled(self.container)

@@ -32,7 +32,7 @@ async def feedback(call: Call, args: m.FeedbackInput) -> m.FeedbackResult:
         row = tx.get_item(viewer, item_id, (CLAIM,)) if item_id is not None else None
         if row is None:
             raise pce_error(ErrorKind.NOT_FOUND, "UNKNOWN_CLAIM", f"claim {args.claim_id[:40]} not found")
-        bucket = int(parse_iso(tx.now).timestamp() // bucket_s)
+        bucket = int(parse_iso(call.at).timestamp() // bucket_s)  # the call's time (injectable clock)
         fresh = tx.add_feedback(row.id, call.principal.id, bucket, args.signal, args.score)
         if fresh:
             quality = ranking.update_quality(row.quality, args.signal, args.score)

@@ -86,7 +86,9 @@ class RetrievalInput(StrictInput):
     scope: list[Scope] | None = Field(None, max_length=3, description=f"Scopes to search: {_SCOPES}.")
     allow: list[Tag] | None = Field(None, max_length=20, description=_ALLOW)
     top_k: int = Field(10, ge=1, le=50, description="Claims per page.")
-    cursor: Annotated[str, Field(max_length=400)] | None = Field(None, description="next_cursor of a page.")
+    cursor: Annotated[str, Field(max_length=16_000)] | None = Field(
+        None, description="next_cursor of a page."
+    )
     include_meta: bool = Field(False, description="Add the score breakdown and evidences.")
 
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memhub.search.fusion import FusedHit, normalize_scores
+from memhub.search.fusion import FusedHit
 
 SIGNAL_VALUES = {"helpful": 1.0, "harmful": -1.0, "outdated": -0.6, "duplicate": -0.3}
 LEARNING_RATE = 0.3
@@ -27,17 +27,26 @@ class Components:
     combined: float
 
 
+def scale_by_best(scores: Sequence[float]) -> list[float]:
+    """Each score over the best one (negatives and non-finite count 0): the best is 1.0 and a
+    weak match keeps a share, where min-max would give the weakest candidate 0 whatever its
+    match (and leave feedback and recency nothing to work on)."""
+    clean = [s if math.isfinite(s) and s > 0 else 0.0 for s in scores]
+    best = max(clean, default=0.0)
+    return [s / best if best > 0 else 0.0 for s in clean]
+
+
 def components(hits: Sequence[FusedHit], alpha: float) -> dict[int, Components]:
-    """Normalised text and vector scores and their combination for every hit, as
-    `search.fusion.fuse` computes them (the hits must be all of both sides' candidates)."""
+    """Normalised text and vector scores and their combination for every hit (the hits are
+    all of both sides' candidates). One side without hits: the other weighs 1."""
     text = [(h.item_id, h.text_score) for h in hits if h.text_score is not None]
     vector = [(h.item_id, h.vector_score) for h in hits if h.vector_score is not None]
     if not text:
         alpha = 1.0
     elif not vector:
         alpha = 0.0
-    t_norm = dict(zip([i for i, _ in text], normalize_scores([s for _, s in text]), strict=True))
-    v_norm = dict(zip([i for i, _ in vector], normalize_scores([s for _, s in vector]), strict=True))
+    t_norm = dict(zip([i for i, _ in text], scale_by_best([s for _, s in text]), strict=True))
+    v_norm = dict(zip([i for i, _ in vector], scale_by_best([s for _, s in vector]), strict=True))
     out = {}
     for hit in hits:
         t, v = t_norm.get(hit.item_id, 0.0), v_norm.get(hit.item_id, 0.0)

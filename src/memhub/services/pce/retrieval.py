@@ -207,39 +207,63 @@ def fingerprint(*parts: Any) -> str:
     return sha256_hex(json.dumps(parts, sort_keys=True, ensure_ascii=True))[:16]
 
 
+def _pack(ids: list[int]) -> str:
+    """Sorted ids as base-36 deltas: `1.2.a` (a cursor stays short)."""
+    out, last = [], 0
+    for item in sorted(set(ids)):
+        out.append(_b36(item - last))
+        last = item
+    return ".".join(out)
+
+
+def _b36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        n, rest = divmod(n, 36)
+        text = digits[rest] + text
+        if n == 0:
+            return text
+
+
+def _unpack(text: str) -> list[int]:
+    total, out = 0, []
+    for part in filter(None, text.split(".")):
+        total += int(part, 36)
+        out.append(total)
+    return out
+
+
 async def search(call: Call, args: m.SearchInput) -> m.SearchResult:
-    """A keyset page: the cursor holds the query's fingerprint, the time the ranking was made
-    at (so recency is computed the same way on every page) and the last item's sort key."""
+    """Paging: the cursor holds the query's fingerprint, the time the ranking was made at (so
+    recency is the same on every page) and the ids already returned. A later page is the
+    ranking again without those and without claims written since the first page: no claim is
+    returned twice, and none is skipped because scores moved (BM25 statistics change as
+    claims are written) between pages."""
     print_ = fingerprint(
         "search", args.query, sorted(args.scope or SCOPES), sorted(args.allow or DEFAULT_ALLOW)
     )
-    as_of, after = call.runtime.now(), None
+    as_of, returned = call.runtime.now(), []
     if args.cursor is not None:
         body = decode_cursor(args.cursor)
         if (
             body.get("f") != print_
             or not isinstance(body.get("at"), str)
-            or not isinstance(body.get("k"), list)
+            or not isinstance(body.get("r"), str)
         ):
             raise invalid("cursor belongs to another query (same query, scope and allow are needed)")
-        as_of, after = body["at"], tuple(body["k"])
+        try:
+            as_of, returned = body["at"], _unpack(body["r"])
+        except ValueError:
+            raise invalid("cursor is not a next_cursor this server gave") from None
     ranked = await rank(call, args.query, args.scope, args.allow, as_of)
-    items = ranked.items
-    if after is not None:
-        items = [
-            r for r in items if list(ranking.sort_key(r.score, r.row.created_at, r.row.id)) > list(after)
-        ]
+    done = set(returned)
+    # claims written after the first page wait for a new search
+    items = [r for r in ranked.items if r.row.id not in done and r.row.created_at <= as_of]
     page, rest = items[: args.top_k], items[args.top_k :]
     cursor = None
     if rest:
-        last = page[-1]
-        cursor = encode_cursor(
-            {
-                "f": print_,
-                "at": as_of,
-                "k": list(ranking.sort_key(last.score, last.row.created_at, last.row.id)),
-            }
-        )
+        cursor = encode_cursor({"f": print_, "at": as_of, "r": _pack([*returned, *(r.row.id for r in page)])})
     call.detail["returned"] = [clm(r.row.id) for r in page]
     version = ranked.policy.version
     return m.SearchResult(
