@@ -22,7 +22,7 @@ BUDGET_PER_TOOL = 40_000 // 40
 
 @pytest.fixture
 async def tools(tmp_path: Path) -> AsyncIterator[list[dict[str, Any]]]:
-    container = build_container(make_settings(tmp_path, toolsets=("discussion", "assoc")))
+    container = build_container(make_settings(tmp_path, toolsets=("discussion", "assoc", "pce")))
     async with Client(container.server) as client:
         listed = await client.list_tools()
     container.close()
@@ -53,7 +53,7 @@ def _subschemas(node: Any) -> Iterator[dict[str, Any]]:
 async def test_every_tool_has_a_title_and_every_input_property_a_description(
     tools: list[dict[str, Any]],
 ) -> None:
-    assert len(tools) == 20
+    assert len(tools) == 26
     untitled = [t["name"] for t in tools if not t.get("title")]
     assert not untitled, untitled
     undescribed = [

@@ -40,8 +40,8 @@ async def policy_version(runtime: Runtime) -> str:
 TOOLS = [
     ToolSpec(
         "pce.memory.activate",
-        "Build an active context: the claims that matter for a task, ranked and boundary-checked; "
-        "page with cursor, read whole as resource pce://active-context/{id} until expires_at.",
+        "Build an active context: the claims that matter for a task, ranked and boundary-checked "
+        "(also resource pce://active-context/{id}).",
         m.ActivateInput,
         m.ActivateResult,
         contexts.activate,
@@ -53,7 +53,7 @@ TOOLS = [
     ),
     ToolSpec(
         "pce.memory.search",
-        "Recall known facts, conventions and prohibitions (claims) by meaning; score-ranked.",
+        "Recall known facts, conventions and prohibitions (claims), best first.",
         m.SearchInput,
         m.SearchResult,
         retrieval.search,
@@ -65,7 +65,7 @@ TOOLS = [
     ),
     ToolSpec(
         "pce.memory.upsert",
-        "Record a claim with its provenance (at required); the same text again returns the same id.",
+        "Record a claim with its provenance; the same text again returns the same id.",
         m.UpsertInput,
         m.UpsertResult,
         claims.upsert,
@@ -78,7 +78,7 @@ TOOLS = [
     ),
     ToolSpec(
         "pce.memory.feedback",
-        "Tell whether a claim helped: helpful, harmful, outdated or duplicate (changes its ranking).",
+        "Tell whether a claim helped; this changes its ranking.",
         m.FeedbackInput,
         m.FeedbackResult,
         feedback.feedback,
@@ -91,7 +91,7 @@ TOOLS = [
     ),
     ToolSpec(
         "pce.memory.boundary.validate",
-        "Before sending text out: is it allowed for your purpose, and its redacted (safe) form.",
+        "Before sending text out: is it allowed, and its redacted (safe) form.",
         m.BoundaryInput,
         m.BoundaryResult,
         boundary.validate,
@@ -103,7 +103,7 @@ TOOLS = [
     ),
     ToolSpec(
         "pce.memory.policy.apply",
-        "Apply a policy (YAML: scopes, boundary_classes, retrieval); admin only, versioned.",
+        "Apply a versioned policy (YAML: scopes, boundary_classes, retrieval); admins only.",
         m.PolicyInput,
         m.PolicyResult,
         policies.apply,

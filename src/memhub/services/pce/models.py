@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from memhub.services.common import Envelope, Output, RequiredText, SafeText, StrictInput
 
@@ -35,9 +35,20 @@ def _uri(value: str) -> str:
     return value
 
 
+def _at_most(limit: int) -> AfterValidator:
+    """A length limit that is enforced but not published (tools/list stays lean)."""
+
+    def check(value: Any) -> Any:
+        if value is not None and len(value) > limit:
+            raise ValueError(f"has more than {limit} {'characters' if isinstance(value, str) else 'items'}")
+        return value
+
+    return AfterValidator(check)
+
+
 DateTime = Annotated[str, AfterValidator(_date_time)]
 Uri = Annotated[str, AfterValidator(_uri)]
-Tag = Annotated[str, Field(min_length=1, max_length=100)]
+Tag = Annotated[RequiredText, _at_most(100)]
 Short = Annotated[SafeText, Field(max_length=500)]
 
 
@@ -78,62 +89,79 @@ class Relation(StrictInput):
     )
 
 
-_SCOPES = "session, project (the current project) or principle (yours, across projects)"
-_ALLOW = "Your purpose tags, e.g. answer:task, tool:contact-lookup (default answer:task)."
+_SCOPES = "session, project (current) or principle (yours, all projects)"
+_ALLOW = "Purpose tags, e.g. tool:contact-lookup (default answer:task)."
 
 
 class RetrievalInput(StrictInput):
-    scope: list[Scope] | None = Field(None, max_length=3, description=f"Scopes to search: {_SCOPES}.")
-    allow: list[Tag] | None = Field(None, max_length=20, description=_ALLOW)
+    scope: Annotated[list[Scope], _at_most(3)] | None = Field(None, description=f"Scopes: {_SCOPES}.")
+    allow: Annotated[list[Tag], _at_most(20)] | None = Field(None, description=_ALLOW)
     top_k: int = Field(10, ge=1, le=50, description="Claims per page.")
-    cursor: Annotated[str, Field(max_length=16_000)] | None = Field(
-        None, description="next_cursor of a page."
-    )
-    include_meta: bool = Field(False, description="Add the score breakdown and evidences.")
+    cursor: Annotated[str, _at_most(16_000)] | None = Field(None, description="next_cursor of a page.")
+    include_meta: bool = Field(False, description="Add score breakdown.")
 
 
 class ActivateInput(RetrievalInput):
-    q: Annotated[RequiredText, Field(max_length=4000)] = Field(description="What the task is about.")
+    q: Annotated[RequiredText, _at_most(4000)] = Field(description="The task.")
 
 
 class SearchInput(RetrievalInput):
-    query: Annotated[RequiredText, Field(max_length=4000)] = Field(description="What to recall.")
+    query: Annotated[RequiredText, _at_most(4000)] = Field(description="What to recall.")
+
+
+# Nested inputs are published by their description (the server validates them in full): the
+# seed's definitions spelled out as JSON Schema tripled tools/list for this one tool.
+_ENTITIES = {
+    "type": "array",
+    "items": {"type": "object"},
+    "description": "Entities: {id, type: Actor|Artifact|Event|Concept, name, canonical_key?, attrs?}.",
+}
+_RELATIONS = {
+    "type": "array",
+    "items": {"type": "object"},
+    "description": "Relations: {id, src_id, dst_id (entity ids), type, props?, evidence_claim_id?}.",
+}
+_PROVENANCE = {
+    "type": "object",
+    "required": ["at"],
+    "description": "Source: {at: RFC 3339 time, actor?, git?: {commit, repo?, url?, files?}, url?, note?}.",
+}
 
 
 class UpsertInput(StrictInput):
-    text: Annotated[RequiredText, Field(max_length=16_000)] = Field(description="The claim.")
+    text: Annotated[RequiredText, _at_most(16_000)] = Field(description="The claim.")
     kind: Kind = Field("fact", description="What sort of claim.")
     scope: Scope = Field("project", description=f"Where it holds: {_SCOPES}.")
-    boundary_class: BoundaryClass = Field("internal", description="Sensitivity; pii and secret are guarded.")
-    entities: list[Entity] | None = Field(None, max_length=50, description="Entities it mentions.")
-    relations: list[Relation] | None = Field(None, max_length=100, description="Relations between them.")
-    provenance: Provenance = Field(description="Where it comes from; at is required.")
+    boundary_class: BoundaryClass = Field("internal", description="Sensitivity.")
+    entities: Annotated[list[Entity] | None, _at_most(50), WithJsonSchema(_ENTITIES)] = None
+    relations: Annotated[list[Relation] | None, _at_most(100), WithJsonSchema(_RELATIONS)] = None
+    provenance: Annotated[Provenance, WithJsonSchema(_PROVENANCE)]
     content_hash: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = Field(
-        None, description="sha256 of the normalised text; checked when given."
+        None, description="sha256 of the normalised text."
     )
 
 
 class FeedbackInput(StrictInput):
-    claim_id: Annotated[str, Field(min_length=1, max_length=40)] = Field(description="Claim id (clm_...).")
+    claim_id: Annotated[str, _at_most(40)] = Field(description="Claim id (clm_...).")
     signal: Signal = Field(description="How the claim fared.")
     score: float | None = Field(None, ge=-1.0, le=1.0, description="Strength in [-1, 1].")
 
 
 class BoundaryInput(StrictInput):
-    payload: Annotated[SafeText, Field(max_length=32_000)] = Field(description="Text about to be sent.")
-    allow: list[Tag] | None = Field(None, max_length=20, description=_ALLOW)
+    payload: Annotated[SafeText, _at_most(32_000)] = Field(description="Text about to be sent.")
+    allow: Annotated[list[Tag], _at_most(20)] | None = Field(None, description=_ALLOW)
     scope: Scope | None = Field(None, description="Scope the payload is for.")
 
 
 class PolicyInput(StrictInput):
-    yaml: Annotated[SafeText, Field(min_length=1, max_length=120_000)] = Field(description="Policy YAML.")
-    dry_run: bool = Field(False, description="Run every check, store nothing.")
+    yaml: Annotated[RequiredText, _at_most(120_000)] = Field(description="Policy YAML.")
+    dry_run: bool = Field(False, description="Check all, store nothing.")
     validate_only: bool = Field(False, description="Check the YAML only, store nothing.")
-    expected_version: Annotated[str, Field(max_length=40)] | None = Field(
-        None, description="Apply only if this is the current version."
+    expected_version: Annotated[str, _at_most(40)] | None = Field(
+        None, description="Apply only over this version."
     )
-    signature: Annotated[str, Field(max_length=200)] | None = Field(None, description="HMAC-SHA256 hex.")
-    approver: Annotated[SafeText, Field(max_length=200)] | None = Field(None, description="Who approved.")
+    signature: Annotated[str, _at_most(200)] | None = Field(None, description="HMAC-SHA256 hex.")
+    approver: Annotated[SafeText, _at_most(200)] | None = Field(None, description="Who approved.")
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -229,30 +257,30 @@ class PolicyData(Output):
 
 
 class _Result(Envelope):
-    policy_version: str = Field(description="Version of the policy in force.")
+    policy_version: str
     request_id: str
     trace_id: str
 
 
 class ActivateResult(_Result):
-    data: ActivateData = Field(description="active_context_id, claims (claim, score), expires_at, paging.")
+    data: ActivateData = Field(description="Claims (claim, score) and paging.")
 
 
 class SearchResult(_Result):
-    data: SearchData = Field(description="items (claim, score), next_cursor, has_more.")
+    data: SearchData = Field(description="items (claim, score), paging.")
 
 
 class UpsertResult(_Result):
-    data: UpsertData = Field(description="The claim id (clm_...).")
+    data: UpsertData = Field(description="id.")
 
 
 class FeedbackResult(_Result):
-    data: FeedbackData = Field(description="ok: the signal is recorded (or was already).")
+    data: FeedbackData = Field(description="ok.")
 
 
 class BoundaryResult(_Result):
-    data: BoundaryData = Field(description="allowed, reason, and redacted: the text safe to send.")
+    data: BoundaryData = Field(description="allowed, reason, redacted.")
 
 
 class PolicyResult(_Result):
-    data: PolicyData = Field(description="The version applied (or that would be).")
+    data: PolicyData = Field(description="version.")
