@@ -112,7 +112,7 @@ def check_inspector(inspector: Inspector) -> list[str]:
     tools = listed.get("result", {}).get("tools", [])
     findings = listed.get("schemaFindings", [])
     n_findings = sum(len(f.get("findings", [])) for f in findings)
-    expect(code == 0 and len(tools) == 20, f"tools/list: {len(tools)} tools (exit {code})")
+    expect(code == 0 and len(tools) == 26, f"tools/list: {len(tools)} tools (exit {code})")
     expect(n_findings == 0, f"tools/list --strict: {n_findings} schema portability findings")
 
     def body(result: dict[str, Any]) -> dict[str, Any]:

@@ -100,7 +100,7 @@ def test_tools_list(report: dict[str, Any]) -> None:
     assert report["server"]["name"] == "memhub"
     tools = _results(report)[0]["tools"]
     names = {t["name"] for t in tools}
-    assert len(names) == 20 and {"get-topics", "add-decision", "memory", "search"} <= names
+    assert len(names) == 26 and {"get-topics", "add-decision", "memory", "search"} <= names
     for tool in tools:
         assert tool["inputSchema"]["type"] == "object", tool["name"]
         assert tool.get("title"), tool["name"]

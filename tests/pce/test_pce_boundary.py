@@ -62,7 +62,9 @@ async def test_upsert_refuses_content_above_its_class(pce: Pce) -> None:
     error = await pce.err("pce.memory.upsert", text=SECRET_TEXT, provenance=PROV, boundary_class="internal")
     assert error["code"] == "INVALID_BOUNDARY" and error["details"]["found"] == ["aws_access_key"]
     assert "AKIA" not in json.dumps(error)
-    pii = await pce.err("pce.memory.upsert", text="担当: sato@example.co.jp", provenance=PROV, boundary_class="public")
+    pii = await pce.err(
+        "pce.memory.upsert", text="担当: sato@example.co.jp", provenance=PROV, boundary_class="public"
+    )
     assert pii["code"] == "INVALID_BOUNDARY" and pii["details"]["needed"] == "pii"
     bad = await pce.err("pce.memory.upsert", text="x", provenance=PROV, boundary_class="top-secret")
     assert bad["code"] == "INVALID_BOUNDARY" and bad["details"]["http"] == 422
@@ -73,7 +75,9 @@ async def test_pii_redacted_for_allowed_callers_and_withheld_with_escalation(pce
         "顧客窓口の山田さん: yamada.taro@example.co.jp / 090-1234-5678（注文番号 ORD-2024-0315）",
         boundary_class="pii",
     )
-    en = await pce.claim("Support lead Jane: jane.doe@example.com, +1 415 555 2671, since v2.3.1", boundary_class="pii")
+    en = await pce.claim(
+        "Support lead Jane: jane.doe@example.com, +1 415 555 2671, since v2.3.1", boundary_class="pii"
+    )
     await pce.settle()
     allowed = await pce.a("pce.memory.search", query="顧客窓口 support lead", allow=["tool:contact-lookup"])
     texts = {i["claim"]["id"]: i["claim"]["text"] for i in allowed["items"]}
@@ -85,8 +89,14 @@ async def test_pii_redacted_for_allowed_callers_and_withheld_with_escalation(pce
     await pce.container.runtime.in_thread(pce.container.runtime.deferred.flush)
     events = await pce.container.runtime.in_thread(lambda: list(pce.container.runtime.store.iter_events()))
     searches = [e.detail["boundary"] for e in events if e.tool == "pce.memory.search"]
-    assert searches[-1]["escalation"] == "human_review" and sorted(searches[-1]["escalated_ids"]) == sorted([ja, en])
-    assert searches[0]["returned_classes"] == ["pii"] and searches[0]["classes"] == ["internal", "pii", "public"]
+    assert searches[-1]["escalation"] == "human_review" and sorted(searches[-1]["escalated_ids"]) == sorted(
+        [ja, en]
+    )
+    assert searches[0]["returned_classes"] == ["pii"] and searches[0]["classes"] == [
+        "internal",
+        "pii",
+        "public",
+    ]
 
 
 async def test_wildcard_allow_is_boundary_denied(pce: Pce) -> None:
@@ -114,7 +124,8 @@ PII = {
 }
 SECRETS = {
     "key AKIAIOSFODNN7EXAMPLE": "key [REDACTED:aws_access_key]",
-    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "aws_secret_access_key = [REDACTED:aws_secret_key]",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY":
+        "aws_secret_access_key = [REDACTED:aws_secret_key]",
     "GITHUB_TOKEN=ghp_1234567890abcdefghijklmnopqrstuvwxyzAB": "GITHUB_TOKEN=[REDACTED:github_token]",
     "OPENAI_API_KEY: sk-proj-abcdefghijklmnopqrstuvwxyz123456": "OPENAI_API_KEY: [REDACTED:openai_key]",
     "stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc": "stripe [REDACTED:stripe_key]",
@@ -137,12 +148,16 @@ async def test_boundary_validate_redacts_before_send(pce: Pce) -> None:
         data = await pce.a("pce.memory.boundary.validate", payload=text)
         assert data["allowed"] is True and data["redacted"] == text, text
     for text, safe in PII.items():
-        denied = await pce.a("pce.memory.boundary.validate", payload=text, allow=["answer:task"], scope="project")
+        denied = await pce.a(
+            "pce.memory.boundary.validate", payload=text, allow=["answer:task"], scope="project"
+        )
         assert denied["allowed"] is False and "pii" in denied["reason"] and denied["redacted"] == safe, text
         allowed = await pce.a("pce.memory.boundary.validate", payload=text, allow=["tool:contact-lookup"])
         assert allowed["allowed"] is True and allowed["redacted"] == safe, text
     for text, safe in SECRETS.items():
-        data = await pce.a("pce.memory.boundary.validate", payload=text, allow=["tool:contact-lookup", "answer:task"])
+        data = await pce.a(
+            "pce.memory.boundary.validate", payload=text, allow=["tool:contact-lookup", "answer:task"]
+        )
         assert data["allowed"] is False and "secret" in data["reason"] and data["redacted"] == safe, text
     bad = await pce.err("pce.memory.boundary.validate", payload="x", scope="global")
     assert bad["code"] == "INVALID_SCOPE" and bad["details"]["http"] == 422

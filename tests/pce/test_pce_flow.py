@@ -22,7 +22,7 @@ async def test_seed_upsert_example_and_idempotency(pce: Pce) -> None:
     body = await pce.call(pce.alice, "pce.memory.upsert", **seed)
     assert body["data"]["id"].startswith("clm_") and body["data"]["policy_version"] == "0.0.0"
     assert body["policy_version"] == "0.0.0" and body["request_id"] and body["trace_id"]
-    again = await pce.a("pce.memory.upsert", **{**seed, "text": f"  Stripe webhookは10分ドリフトを許容 \r\n"})
+    again = await pce.a("pce.memory.upsert", **{**seed, "text": "  Stripe webhookは10分ドリフトを許容 \r\n"})
     assert again["id"] == body["data"]["id"]  # same normalised content: the same claim
     assert (await pce.a("pce.memory.upsert", **{**seed, "content_hash": None})) == again
     wrong = await pce.err("pce.memory.upsert", **{**seed, "content_hash": "sha256:" + "0" * 64})
@@ -44,7 +44,12 @@ async def test_seed_activate_example(pce: Pce) -> None:
     await pce.claim("Unrelated: the cafeteria opens at nine", scope="principle")
     await pce.settle()
     body = await pce.call(
-        pce.alice, "pce.memory.activate", q="解約APIの命名規約", scope=["project"], allow=["answer:task"], top_k=12
+        pce.alice,
+        "pce.memory.activate",
+        q="解約APIの命名規約",
+        scope=["project"],
+        allow=["answer:task"],
+        top_k=12,
     )
     data = body["data"]
     assert data["active_context_id"].startswith("ac_") and data["policy_version"] == "0.0.0"
@@ -85,7 +90,8 @@ async def test_entities_and_relations_become_graph_rows(pce: Pce) -> None:
     assert bad["code"] == "VALIDATION_ERROR"
     unknown = await pce.err(
         "pce.memory.upsert", text="y relates", provenance=PROV,
-        relations=[{"id": "r", "src_id": "svc", "dst_id": "stripe", "type": "t", "evidence_claim_id": "clm_999"}],
+        relations=[{"id": "r", "src_id": "svc", "dst_id": "stripe", "type": "t",
+                    "evidence_claim_id": "clm_999"}],
     )  # fmt: skip
     assert unknown["code"] == "UNKNOWN_CLAIM"
 

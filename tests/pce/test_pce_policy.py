@@ -102,12 +102,18 @@ async def test_only_admins_apply(pce: Pce) -> None:
 async def test_signed_policies_required_when_a_key_is_set(pce: Pce, pce_settings: dict[str, Any]) -> None:
     unsigned = await pce.err("pce.memory.policy.apply", yaml=SEED_26)
     assert unsigned["code"] == "UNAUTHORIZED"
-    forged = await pce.err("pce.memory.policy.apply", yaml=SEED_26, approver="carol", signature=sign("x", "carol", SEED_26))
+    forged = await pce.err(
+        "pce.memory.policy.apply", yaml=SEED_26, approver="carol", signature=sign("x", "carol", SEED_26)
+    )
     assert forged["code"] == "UNAUTHORIZED" and "does not verify" in forged["message"]
-    other = await pce.err("pce.memory.policy.apply", yaml=SEED_26, approver="mallory", signature=sign("k3y", "carol", SEED_26))
+    other = await pce.err(
+        "pce.memory.policy.apply", yaml=SEED_26, approver="mallory", signature=sign("k3y", "carol", SEED_26)
+    )
     assert other["code"] == "UNAUTHORIZED"
     assert await pce.container.runtime.in_thread(lambda: _history(pce)) == []
-    ok = await pce.a("pce.memory.policy.apply", yaml=SEED_26, approver="carol", signature=sign("k3y", "carol", SEED_26))
+    ok = await pce.a(
+        "pce.memory.policy.apply", yaml=SEED_26, approver="carol", signature=sign("k3y", "carol", SEED_26)
+    )
     assert ok == {"version": "0.1.0"}
 
 

@@ -50,7 +50,9 @@ async def test_feedback_changes_ranking_and_is_idempotent(pce: Pce) -> None:
     assert (await _meta(pce, query))[top]["quality"] == pytest.approx(-0.5982)
     assert (await _ids(pce, query))[:2] == [other, top]
     for bad in ("clm_999999", "mem_1", "clm_x"):
-        assert (await pce.err("pce.memory.feedback", claim_id=bad, signal="helpful"))["code"] == "UNKNOWN_CLAIM"
+        assert (await pce.err("pce.memory.feedback", claim_id=bad, signal="helpful"))[
+            "code"
+        ] == "UNKNOWN_CLAIM"
 
 
 async def test_age_changes_ranking_by_kind_half_life(pce: Pce) -> None:
@@ -63,7 +65,9 @@ async def test_age_changes_ranking_by_kind_half_life(pce: Pce) -> None:
     later = await pce.a("pce.memory.search", query="release checklist migration dry run", include_meta=True)
     assert [i["claim"]["id"] for i in later["items"]] == [fact, task]
     rec = {i["claim"]["id"]: i["scores"]["recency"] for i in later["items"]}
-    assert rec[task] == pytest.approx(0.5 ** (60 / 14), rel=1e-3) and rec[fact] == pytest.approx(0.5 ** 0.5, rel=1e-3)
+    assert rec[task] == pytest.approx(0.5 ** (60 / 14), rel=1e-3) and rec[fact] == pytest.approx(
+        0.5**0.5, rel=1e-3
+    )
     for item in later["items"]:
         s = item["scores"]
         assert item["score"] == pytest.approx(s["combined"] * s["g"]) and 0 <= item["score"] <= 1
@@ -81,7 +85,9 @@ async def test_scope_ttl_excludes_expired_claims(pce: Pce) -> None:
 
 
 async def test_cursor_paging_is_stable(pce: Pce) -> None:
-    ids = [await pce.claim(f"paging note {n}: feature flags live in flags.yaml revision {n}") for n in range(7)]
+    ids = [
+        await pce.claim(f"paging note {n}: feature flags live in flags.yaml revision {n}") for n in range(7)
+    ]
     await pce.settle()
     whole = await _ids(pce, "feature flags flags.yaml", top_k=50)
     assert sorted(whole) == sorted(ids)
@@ -98,7 +104,7 @@ async def test_cursor_paging_is_stable(pce: Pce) -> None:
             assert "next_cursor" not in page
             break
         cursor = page["next_cursor"]
-    assert sum(pages, []) == whole, (pages, whole)
+    assert [i for p in pages for i in p] == whole, (pages, whole)
     assert [len(p) for p in pages] == [3, 3, 1]
     other = await pce.err("pce.memory.search", query="something else", cursor=cursor or "x")
     assert other["code"] == "VALIDATION_ERROR"
@@ -119,7 +125,9 @@ async def test_active_context_pages_resource_and_expiry(pce: Pce) -> None:
     assert len(set(seen)) == 4
     resource = await pce.alice.read_resource(f"pce://active-context/{ac}")
     whole = json.loads(resource.contents[0].text)  # type: ignore[union-attr]
-    assert [c["claim"]["id"] for c in whole["claims"]][:4] == seen and whole["expires_at"] == first["expires_at"]
+    assert [c["claim"]["id"] for c in whole["claims"]][:4] == seen and whole["expires_at"] == first[
+        "expires_at"
+    ]
     with pytest.raises(Exception, match="not found"):  # another caller's context does not exist for bob
         await pce.bob.read_resource(f"pce://active-context/{ac}")
     templates = await pce.alice.list_resource_templates()
@@ -166,7 +174,11 @@ async def test_rate_limit(pce: Pce, pce_settings: dict[str, Any]) -> None:
     await pce.a("pce.memory.search", query="x")
     await pce.a("pce.memory.search", query="x")
     error = await pce.err("pce.memory.search", query="x")
-    assert error["code"] == "RATE_LIMIT" and error["details"]["http"] == 429 and error["details"]["retry_after_s"] >= 1
+    assert (
+        error["code"] == "RATE_LIMIT"
+        and error["details"]["http"] == 429
+        and error["details"]["retry_after_s"] >= 1
+    )
 
 
 async def test_project_scope_is_the_current_project(pce: Pce) -> None:
