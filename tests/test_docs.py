@@ -40,7 +40,7 @@ def _contains(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-@pytest.mark.parametrize("doc", ["discussion.md", "assoc.md"])
+@pytest.mark.parametrize("doc", ["discussion.md", "assoc.md", "pce.md"])
 async def test_doc_examples_run(doc: str, tmp_path: Path) -> None:
     examples = _examples(DOCS / doc)
     assert examples, f"{doc} has no runnable examples"

@@ -109,3 +109,10 @@ def test_a_caller_without_a_key_is_unauthorized() -> None:
         Identity(Principal("local"), require_key=True)(SimpleNamespace(state=SimpleNamespace()))
     body = errors.render(raised.value, CallContext("pce.memory.search", "pce", "", ""))
     assert body["error"]["code"] == "UNAUTHORIZED" and body["error"]["details"]["http"] == 401
+
+
+def test_the_example_of_docs_ranking() -> None:
+    parts = ranking.components([FusedHit(1, 0, 0.8, 0.6), FusedHit(2, 0, 1.0, 1.0)], alpha=0.65)
+    assert parts[1].combined == pytest.approx(0.67)
+    g = ranking.g(0.9, ranking.recency(60, 120), use_quality=False)
+    assert parts[1].combined * g == pytest.approx(0.4738, abs=1e-4)
