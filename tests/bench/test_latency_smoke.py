@@ -64,3 +64,10 @@ def test_assoc_latency_over_http_with_import(tmp_path: Path) -> None:
     assert imported["embed_catch_up_s"] > 0 and imported["vectors_per_s"] > 0
     check_rss(imported["rss_mib"])
     assert "1,000/1,000" in output and "embedding catch-up" in output
+
+
+def test_pce_bench(tmp_path: Path) -> None:
+    report, _ = run_bench(tmp_path, "pce_bench.py", "--sizes", "200", "--queries", "3", "--embedder", "hash")
+    size = report["sizes"]["200"]
+    check_ops(size["ops"], {"pce.search", "pce.activate", "pce.boundary", "pce.upsert"})
+    check_rss(size["rss_mib"])
