@@ -161,3 +161,18 @@ async def test_boundary_validate_redacts_before_send(pce: Pce) -> None:
         assert data["allowed"] is False and "secret" in data["reason"] and data["redacted"] == safe, text
     bad = await pce.err("pce.memory.boundary.validate", payload="x", scope="global")
     assert bad["code"] == "INVALID_SCOPE" and bad["details"]["http"] == 422
+
+
+async def test_claims_and_memories_stay_in_their_toolsets(pce: Pce) -> None:
+    """Decided in docs/pce.md: pce searches claims only, assoc's memory tools memories only."""
+    claim = await pce.claim("quokka rotation policy for the build cache", boundary_class="public")
+    stored = await pce.alice.call_tool(
+        "memory", {"action": "store", "content": "quokka memory about the build cache", "domain": "user"}
+    )
+    assert not stored.is_error
+    await pce.settle()
+    found = await pce.a("pce.memory.search", query="quokka build cache")
+    assert [i["claim"]["id"] for i in found["items"]] == [claim]
+    memories = await pce.alice.call_tool("memory", {"action": "search", "query": "quokka build cache"})
+    text = json.dumps(memories.structured_content, ensure_ascii=False)
+    assert "quokka memory" in text and "rotation policy" not in text

@@ -123,3 +123,14 @@ async def test_policy_missing_when_required(pce: Pce, pce_settings: dict[str, An
     assert error["code"] == "POLICY_MISSING" and error["details"]["http"] == 424
     await pce.a("pce.memory.policy.apply", yaml=SEED_26)
     assert (await pce.a("pce.memory.activate", q="anything"))["policy_version"] == "0.1.0"
+
+
+async def test_largest_candidate_counts_are_served(pce: Pce) -> None:
+    big = "version: '0.3'\nscopes: {}\nboundary_classes: {public: {allow: ['*']}}\n"
+    big += "retrieval: {hybrid: {alpha: 1.0, k_txt: 1000, k_vec: 1000, k_final: 1000}}\n"
+    await pce.a("pce.memory.policy.apply", yaml=big)
+    claim = await pce.claim("a public claim", boundary_class="public")
+    await pce.settle()
+    assert [i["claim"]["id"] for i in (await pce.a("pce.memory.search", query="public claim"))["items"]] == [
+        claim
+    ]

@@ -21,6 +21,7 @@ from memhub.core.hashing import sha256_hex
 from memhub.core.models import Viewer
 from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
 from memhub.policy.redact import redact
+from memhub.search.engine import MAX_K
 from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
@@ -118,7 +119,7 @@ async def rank(
     hybrid = doc.retrieval.hybrid
     hits = await engine.search(
         viewer, query, kinds=(CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
-        k_final=hybrid.k_txt + hybrid.k_vec, alpha=hybrid.alpha,
+        k_final=min(hybrid.k_txt + hybrid.k_vec, MAX_K), alpha=hybrid.alpha,
     )  # fmt: skip
     parts = ranking.components(hits, hybrid.alpha)
     pool = sorted(parts, key=lambda i: (-parts[i].combined, i))[: hybrid.k_final]
