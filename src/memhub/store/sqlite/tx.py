@@ -178,7 +178,10 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         cond, args = visible(viewer)
         where = [cond]
         if query.kinds:
-            where.append(f"i.kind IN ({placeholders(query.kinds)})")
+            # a content hash names a row or two: keep the planner on its index (the `+` stops it
+            # from walking every row of the kind, ~100 ms at 100k claims)
+            plus = "+" if query.content_hash is not None else ""
+            where.append(f"{plus}i.kind IN ({placeholders(query.kinds)})")
             args.extend(query.kinds)
         if query.project_id is not None:
             where.append("i.project_id = ?")
