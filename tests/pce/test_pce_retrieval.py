@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from mcp import Client
 
 from tests.pce.conftest import PROV, Pce
 
@@ -188,8 +187,7 @@ async def test_project_scope_is_the_current_project(pce: Pce) -> None:
     # bob is no member of alice's project "demo": he does not see it, and cannot write there
     assert [i["claim"]["id"] for i in (await pce.b("pce.memory.search", query="snake_case"))["items"]] == []
     denied = await pce.err("pce.memory.upsert", client=pce.bob, text="bob's idea", provenance=PROV)
-    assert denied["code"] == "UNKNOWN_CLAIM" or denied["code"] == "BOUNDARY_DENIED"
-
-
-def _client(pce: Pce) -> Client:
-    return pce.alice
+    assert denied["code"] == "INVALID_SCOPE" and "not found" in denied["message"]
+    assert (await pce.b("pce.memory.upsert", text="bob's principle", provenance=PROV, scope="principle"))[
+        "id"
+    ]

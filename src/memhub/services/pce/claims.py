@@ -81,11 +81,15 @@ def place(tx: Tx, actor: Principal, scope: str) -> Place:
     if scope == "project":
         try:
             project = access.current_project(tx, actor)
+            access.project(tx, actor, project.id, access.Need.WRITE)
         except MemhubError as exc:
-            if exc.kind is not ErrorKind.INVALID:
+            if exc.kind is ErrorKind.FORBIDDEN:  # a viewer of the project
+                raise pce_error(
+                    ErrorKind.FORBIDDEN, "BOUNDARY_DENIED", f"project scope: {exc.message}"
+                ) from None
+            if exc.kind not in (ErrorKind.INVALID, ErrorKind.NOT_FOUND):
                 raise
             raise pce_error(ErrorKind.INVALID, "INVALID_SCOPE", f"project scope: {exc.message}") from None
-        access.project(tx, actor, project.id, access.Need.WRITE)
         return Place(STORE_SCOPES["project"], project.id, None)
     if scope == "session":
         session = access.current_session(tx, actor)
