@@ -66,6 +66,11 @@ async def test_upsert_refuses_content_above_its_class(pce: Pce) -> None:
         "pce.memory.upsert", text="担当: sato@example.co.jp", provenance=PROV, boundary_class="public"
     )
     assert pii["code"] == "INVALID_BOUNDARY" and pii["details"]["needed"] == "pii"
+    entity = await pce.err(
+        "pce.memory.upsert", text="the on-call contact", provenance=PROV,
+        entities=[{"id": "p1", "type": "Actor", "name": "Sato", "canonical_key": "sato@example.co.jp"}],
+    )  # fmt: skip
+    assert entity["code"] == "INVALID_BOUNDARY"
     bad = await pce.err("pce.memory.upsert", text="x", provenance=PROV, boundary_class="top-secret")
     assert bad["code"] == "INVALID_BOUNDARY" and bad["details"]["http"] == 422
 

@@ -55,6 +55,14 @@ async def test_seed_policy_applies_and_changes_ranking(pce: Pce) -> None:
     assert "retrieval.hybrid.alpha: 0.5 -> 0.65" in json.loads(history[0][2])
     again = await pce.a("pce.memory.policy.apply", yaml=SEED_26)
     assert again == {"version": "0.1.1"}
+    record = json.loads((await pce.bob.read_resource("pce://policy/0.1.0")).contents[0].text)  # type: ignore[union-attr]
+    assert record["author"] == "alice" and record["yaml"] == SEED_26 and record["signed"] is False
+    assert (
+        "retrieval.hybrid.alpha: 0.5 -> 0.65" in record["diff"]
+        and record["doc"]["retrieval"]["hybrid"]["k_final"] == 12
+    )
+    current = json.loads((await pce.alice.read_resource("pce://policy/current")).contents[0].text)  # type: ignore[union-attr]
+    assert current["version"] == "0.1.1"
 
 
 async def test_dry_run_validate_only_and_version_conflicts(pce: Pce) -> None:

@@ -132,7 +132,13 @@ TOOLSET = Toolset(
             "active-context",
             "An active context of pce.memory.activate (its claims and scores) until it expires.",
             contexts.read_resource,
-        )
+        ),
+        ResourceSpec(
+            "pce://policy/{id}",
+            "policy",
+            "A policy version (or `current`): its YAML, author, approver, signature check, diff, time.",
+            policies.read_resource,
+        ),
     ],
     policy_version=policy_version,
 )

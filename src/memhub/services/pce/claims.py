@@ -187,7 +187,8 @@ async def upsert(call: Call, args: m.UpsertInput) -> m.UpsertResult:
     key = claim_hash(args.text)
     if args.content_hash is not None and args.content_hash != key:
         raise invalid("content_hash does not match the normalised text", expected=key)
-    _check_boundary(args.text, args.boundary_class)
+    names = [f"{e.name} {e.canonical_key or ''}" for e in args.entities or []]
+    _check_boundary("\n".join([args.text, *names]), args.boundary_class)  # entities share its class
     call.detail.update(boundary_class=args.boundary_class, scope=args.scope, kind=args.kind)
 
     def work(tx: Tx) -> tuple[str, str]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 
-from memhub.core.errors import ErrorKind, conflict
+from memhub.core.errors import ErrorKind, conflict, not_found
+from memhub.core.models import Principal
 from memhub.policy.model import DEFAULT_POLICY, Policy, PolicyDoc, diff, next_version, parse
 from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce.errors import pce_error
-from memhub.services.runtime import Call
+from memhub.services.runtime import Call, Runtime
 from memhub.store.base import PolicyRow, Tx
 
 
@@ -98,3 +100,23 @@ async def apply(call: Call, args: m.PolicyInput) -> m.PolicyResult:
         request_id=call.request_id,
         trace_id=call.trace_id,
     )
+
+
+async def read_resource(runtime: Runtime, caller: Principal, version: str) -> str:
+    """`pce://policy/{version}` (or `current`): a policy version with its history record."""
+
+    def work() -> str:
+        with runtime.store.transaction(write=False) as tx:
+            row = tx.current_policy() if version == "current" else tx.get_policy(version)
+        if row is None and version in ("current", DEFAULT_POLICY.version):
+            doc = DEFAULT_POLICY.doc.model_dump(mode="json")
+            return json.dumps({"version": DEFAULT_POLICY.version, "builtin": True, "doc": doc})
+        if row is None:
+            raise not_found(f"policy version {version[:40]} not found")
+        body = {
+            "version": row.version, "doc": row.doc, "yaml": row.yaml, "author": row.author,
+            "approver": row.approver, "signed": row.signed, "diff": row.diff, "applied_at": row.applied_at,
+        }  # fmt: skip
+        return json.dumps(body, ensure_ascii=False)
+
+    return await runtime.in_thread(work)
