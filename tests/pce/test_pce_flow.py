@@ -83,6 +83,12 @@ async def test_entities_and_relations_become_graph_rows(pce: Pce) -> None:
     assert again != claim
     counts = await pce.container.runtime.in_thread(lambda: _graph_counts(pce))
     assert counts == {"entity": 2, "mentions": 3, "relation": 2}
+    await pce.settle()
+    found = await pce.a("pce.memory.search", query="PaymentService StripeClient retries", include_meta=True)
+    first = next(i for i in found["items"] if i["claim"]["id"] == claim)
+    entities = {e["snippet"]: e for e in first["evidences"] if e["source_type"] == "entity"}
+    assert entities["PaymentService"]["via"] == "Artifact" and entities["PaymentService"]["depth"] == 1
+    assert entities["StripeClient"]["source_id"] == "stripe"
     bad = await pce.err(
         "pce.memory.upsert", text="x relates", provenance=PROV,
         relations=[{"id": "r", "src_id": "nope", "dst_id": "svc", "type": "t"}],

@@ -33,6 +33,7 @@ from memhub.services.pce.retrieval import (
     check_tags,
     decode_cursor,
     encode_cursor,
+    entity_evidence,
     rank,
     scored_item,
     shown_text,
@@ -90,13 +91,16 @@ def _items(tx: Tx, call_principal: Principal, row: ActiveContextRow, policy: Pol
     )
     found = {r.id: r for r in tx.query_items(viewer, ItemQuery(kinds=(CLAIM,), ids=ids, limit=len(ids) or 1))}
     out = []
+    entities = entity_evidence(tx, viewer, list(found))
     for entry in entries:
         item_id = parse_clm(entry["id"])
         rowi = found.get(item_id) if item_id is not None else None
         if rowi is None:
             continue
         ranked = Ranked(rowi, shown_text(policy, rowi), entry["score"], m.Scoring(**entry["scores"]))
-        out.append(scored_item(ranked, True).model_dump(mode="json", exclude_none=True))
+        out.append(
+            scored_item(ranked, True, entities.get(rowi.id, ())).model_dump(mode="json", exclude_none=True)
+        )
     return out
 
 

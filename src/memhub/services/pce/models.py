@@ -193,6 +193,8 @@ class Evidence(BaseModel):
     source_id: str | None = None
     snippet: str | None = None
     at: str | None = None
+    via: str | None = None  # entity evidence: the link type or relation that reached it
+    depth: int | None = None  # entity evidence: hops from the claim
 
 
 class ScoredItem(Output):

@@ -22,16 +22,26 @@ from memhub.core.models import Viewer
 from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
 from memhub.policy.redact import redact
 from memhub.search.engine import MAX_K
-from memhub.services import access
+from memhub.services import access, graph
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
-from memhub.services.pce.claims import CLAIM, STORE_SCOPES, age_days, clm, to_claim
+from memhub.services.pce.claims import (
+    CLAIM,
+    ENTITY,
+    MENTIONS,
+    RELATION,
+    STORE_SCOPES,
+    age_days,
+    clm,
+    to_claim,
+)
 from memhub.services.pce.errors import pce_error
 from memhub.services.pce.policies import current
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
 DEFAULT_ALLOW = ("answer:task",)
+MAX_ENTITIES = 21  # nodes of one claim's entity walk (the claim included)
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,7 @@ class Ranking:
     items: list[Ranked]
     allowed: frozenset[str]
     tags: tuple[str, ...]
+    viewer: Viewer
 
 
 def check_tags(allow: list[str] | None) -> tuple[str, ...]:
@@ -153,19 +164,43 @@ async def rank(
         "escalated_ids": withheld[:50],
         "policy_version": policy.version,
     }
-    return Ranking(policy, items, allowed, tags)
+    return Ranking(policy, items, allowed, tags, viewer)
 
 
-def scored_item(item: Ranked, include_meta: bool) -> m.ScoredItem:
+def scored_item(item: Ranked, include_meta: bool, entities: Sequence[m.Evidence] = ()) -> m.ScoredItem:
     if not include_meta:
         return m.ScoredItem(claim=to_claim(item.row, item.text), score=item.score)
     return m.ScoredItem(
         claim=to_claim(item.row, item.text),
         score=item.score,
         scores=item.scores,
-        evidences=evidences(item.row),
+        evidences=[*evidences(item.row), *entities],
         reason=_reason(item.scores),
     )
+
+
+def entity_evidence(tx: Tx, viewer: Viewer, claim_ids: Sequence[int]) -> dict[int, list[m.Evidence]]:
+    """The entities each claim mentions and those related to them: the one graph walk, two
+    hops over `mentions` and `relation` links, through the same visibility filter."""
+    out: dict[int, list[m.Evidence]] = {}
+    for claim_id in claim_ids:
+        walked = graph.walk(tx, viewer, [claim_id], (MENTIONS, RELATION), depth=2, max_nodes=MAX_ENTITIES)
+        ids = walked.found()
+        query = ItemQuery(kinds=(ENTITY,), ids=ids, limit=len(ids) or 1)
+        rows = {row.id: row for row in tx.query_items(viewer, query)}
+        out[claim_id] = [
+            m.Evidence(
+                id=f"ent_{i}",
+                source_type="entity",
+                source_id=str(rows[i].attrs.get("entity_id", "")),
+                snippet=rows[i].title,
+                via=walked.reached[i].via,
+                depth=walked.reached[i].depth,
+            )
+            for i in ids
+            if i in rows
+        ]
+    return out
 
 
 def evidences(row: ItemRow) -> list[m.Evidence]:
@@ -266,10 +301,13 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResult:
     if rest:
         cursor = encode_cursor({"f": print_, "at": as_of, "r": _pack([*returned, *(r.row.id for r in page)])})
     call.detail["returned"] = [clm(r.row.id) for r in page]
+    found: dict[int, list[m.Evidence]] = {}
+    if args.include_meta and page:
+        found = await call.read(lambda tx: entity_evidence(tx, ranked.viewer, [r.row.id for r in page]))
     version = ranked.policy.version
     return m.SearchResult(
         data=m.SearchData(
-            items=[scored_item(r, args.include_meta) for r in page],
+            items=[scored_item(r, args.include_meta, found.get(r.row.id, ())) for r in page],
             next_cursor=cursor,
             has_more=bool(rest),
             policy_version=version,
