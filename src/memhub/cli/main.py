@@ -16,6 +16,7 @@ from memhub import __version__
 from memhub.audit.chain import verify_chain
 from memhub.auth.identity import key_hash, new_key
 from memhub.cli import ops as cli_ops
+from memhub.cli import policy as cli_policy
 from memhub.cli.container import Container, build_container
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
@@ -60,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("doctor", help="verify the database and the audit chain")
     cli_ops.add_parsers(commands)
+    cli_policy.add_parser(commands)
     return parser
 
 
@@ -222,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "apikey":
             return _apikey(container, args)
+        if args.command == "policy":
+            return anyio.run(cli_policy.run, container, args)
         if args.command in cli_ops.COMMANDS:
             return anyio.run(cli_ops.run, container, args)
         return _doctor(container)
