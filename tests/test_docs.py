@@ -40,7 +40,7 @@ def _contains(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-@pytest.mark.parametrize("doc", ["discussion.md", "assoc.md", "vault.md", "decisions.md"])
+@pytest.mark.parametrize("doc", ["discussion.md", "assoc.md", "vault.md", "decisions.md", "pce.md"])
 async def test_doc_examples_run(doc: str, tmp_path: Path) -> None:
     examples = _examples(DOCS / doc)
     assert examples, f"{doc} has no runnable examples"
@@ -74,7 +74,7 @@ def test_security_doc_lists_every_tools_limits() -> None:
     from memhub.mcp import registry
 
     text = (DOCS / "security.md").read_text(encoding="utf-8")
-    rows = set(re.findall(r"^\| (\w+) \| `([\w-]+)` \| (\w+) \| (\d+) \| (\d+) \|$", text, flags=re.M))
+    rows = set(re.findall(r"^\| (\w+) \| `([\w.-]+)` \| (\w+) \| (\d+) \| (\d+) \|$", text, flags=re.M))
     declared = {
         (toolset.name, spec.name, spec.limit_class, str(spec.max_payload), f"{spec.timeout_s:g}")
         for toolset in registry.REGISTRY

@@ -76,3 +76,10 @@ def test_decisions_latency_with_vectors(tmp_path: Path) -> None:
     assert size["targets"] == 20 and size["embed_s"] >= 0
     check_rss(size["rss_mib"])
     assert "100 decisions on 20 targets" in output
+
+
+def test_pce_bench(tmp_path: Path) -> None:
+    report, _ = run_bench(tmp_path, "pce_bench.py", "--sizes", "200", "--queries", "3", "--embedder", "hash")
+    size = report["sizes"]["200"]
+    check_ops(size["ops"], {"pce.search", "pce.activate", "pce.boundary", "pce.upsert"})
+    check_rss(size["rss_mib"])

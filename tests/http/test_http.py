@@ -37,7 +37,7 @@ async def test_discussion_over_streamable_http(server: tuple[str, Path]) -> None
     base, db = server
     async with Client(f"{base}/mcp") as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert len(names) == 34  # discussion (13) + assoc (7) + vault (10) + decisions (4)
+        assert len(names) == 40  # discussion 13, assoc 7, vault 10, decisions 4, pce 6: the seeds' 40
         pid = (await ok(client, "add-project", name="over-http"))["project_id"]
         topic = (await ok(client, "add-topic", project_id=pid, title="HTTP経由の設計"))["topic_id"]
         await ok(client, "add-log", topic_id=topic, content="AI: hello")

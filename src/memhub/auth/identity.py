@@ -108,5 +108,7 @@ class Identity:
         if isinstance(principal, Principal):
             return principal
         if self.require_key:
-            raise forbidden("an API key is required (X-API-Key or Authorization: Bearer)")
+            raise forbidden(
+                "an API key is required (X-API-Key or Authorization: Bearer)", code="UNAUTHORIZED"
+            )
         return self.local

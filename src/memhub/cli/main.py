@@ -16,6 +16,7 @@ from memhub.audit.chain import verify_chain
 from memhub.auth.identity import key_hash, new_key
 from memhub.cli import decisions as cli_decisions
 from memhub.cli import ops as cli_ops
+from memhub.cli import policy as cli_policy
 from memhub.cli.container import Container, build_container
 from memhub.cli.serve import serve
 from memhub.core.errors import MemhubError
@@ -71,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", help="verify the database and the audit chain")
     cli_ops.add_parsers(commands)
     cli_decisions.add_parsers(commands)
+    cli_policy.add_parser(commands)
     return parser
 
 
@@ -173,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "apikey":
             return _apikey(container, args)
+        if args.command == "policy":
+            return anyio.run(cli_policy.run, container, args)
         if args.command in cli_ops.COMMANDS:
             return anyio.run(cli_ops.run, container, args)
         if args.command in cli_decisions.COMMANDS:

@@ -103,6 +103,36 @@ class Settings:
             "MEMHUB_REVIEW_WINDOW_S", "Seconds after it was written before a proposal may be accepted."
         ),
     )
+    pce_active_context_ttl_s: float = field(
+        default=1800.0,
+        metadata=_meta(
+            "MEMHUB_PCE_ACTIVE_CONTEXT_TTL_S",
+            "Seconds an active context (pce.memory.activate) stays readable.",
+        ),
+    )
+    pce_policy_hmac_key: str = field(
+        default="",
+        metadata=_meta(
+            "MEMHUB_PCE_POLICY_HMAC_KEY",
+            "When set, pce.memory.policy.apply requires an approver and an HMAC-SHA256 signature"
+            " with this key.",
+        ),
+    )
+    pce_require_policy: bool = field(
+        default=False,
+        metadata=_meta(
+            "MEMHUB_PCE_REQUIRE_POLICY",
+            "1: pce activate/search answer POLICY_MISSING until a policy is applied"
+            " (0: the built-in policy).",
+        ),
+    )
+    pce_feedback_bucket_s: int = field(
+        default=3600,
+        metadata=_meta(
+            "MEMHUB_PCE_FEEDBACK_BUCKET_S",
+            "Width of pce.memory.feedback's idempotency bucket: one signal per claim and caller per bucket.",
+        ),
+    )
 
     config: str = field(
         default="",
@@ -273,6 +303,13 @@ def _convert(f: Field[object], raw: object) -> object:
         return int(str(raw))
     if kind == "float":
         return float(str(raw))
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            raise ValueError(f"{f.name} must be true or false")
+        return text in ("1", "true", "yes", "on")
     return str(raw)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memhub.mcp import assoc, decisions, discussion, vault
+from memhub.mcp import assoc, decisions, discussion, pce, vault
 from memhub.mcp.toolkit import Toolset
 
 REGISTRY: tuple[Toolset, ...] = (
@@ -13,6 +13,7 @@ REGISTRY: tuple[Toolset, ...] = (
     assoc.TOOLSET,
     vault.TOOLSET,
     decisions.TOOLSET,
+    pce.TOOLSET,
 )
 
 PREAMBLE = (

@@ -21,7 +21,7 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -79,6 +79,8 @@ class Toolset:
     output_filter: OutputFilter | None = None  # applied to every successful result of its tools
     resources: Sequence[ResourceSpec] = ()
     on_embedded: EmbeddedHook | None = None  # background work after items get vectors
+    # The policy version an error body reports (seed 000's envelope); read only when a call fails.
+    policy_version: Callable[[Runtime], Awaitable[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,7 @@ async def invoke(
         if not call.audited:
             await call.record("ok")
     except MemhubError as exc:
+        context = await _with_policy_version(toolset, pipeline.runtime, context)
         error = toolset.render_error(exc, context)
         outcome = str(error.get("error", {}).get("code", exc.kind))
         result = error_result(error)
@@ -226,6 +229,15 @@ async def invoke(
     if pipeline.observe is not None:
         pipeline.observe(spec.name, outcome, time.perf_counter() - started)
     return result
+
+
+async def _with_policy_version(toolset: Toolset, runtime: Runtime, context: CallContext) -> CallContext:
+    if toolset.policy_version is None:
+        return context
+    try:
+        return replace(context, policy_version=await toolset.policy_version(runtime))
+    except MemhubError:  # the store is failing too: the body says so without a version
+        return context
 
 
 def published_tool(spec: ToolSpec) -> types.Tool:

@@ -24,6 +24,7 @@ from memhub.core.models import ProjectRole, Viewer
 from memhub.store.rows import (
     GROUPABLE,
     UPDATABLE,
+    ActiveContextRow,
     EventRow,
     ItemBrief,
     ItemQuery,
@@ -32,6 +33,7 @@ from memhub.store.rows import (
     MemberRow,
     NewItem,
     Order,
+    PolicyRow,
     PrincipalRow,
     ProjectRow,
     SessionRow,
@@ -42,6 +44,7 @@ __all__ = [
     "BACKUP_PARTS",
     "GROUPABLE",
     "UPDATABLE",
+    "ActiveContextRow",
     "AuditTx",
     "Backups",
     "ChangeProbe",
@@ -58,7 +61,9 @@ __all__ = [
     "MemberRow",
     "NewItem",
     "Order",
+    "PceTx",
     "PeopleTx",
+    "PolicyRow",
     "PrincipalRow",
     "ProjectRow",
     "SessionRow",
@@ -227,7 +232,40 @@ class MaintenanceTx(Protocol):
     def table_counts(self) -> dict[str, int]: ...
 
 
-class Tx(ItemsTx, PeopleTx, LinksTx, VectorsTx, AuditTx, MaintenanceTx, Protocol):
+class PceTx(Protocol):
+    """Seed 000's own records: policy versions, feedback signals, active contexts."""
+
+    def insert_policy(self, row: PolicyRow) -> None:
+        """Store an applied policy; it becomes the current one. Its version must be new."""
+        ...
+
+    def current_policy(self) -> PolicyRow | None:
+        """The latest applied policy (None: none was ever applied)."""
+        ...
+
+    def policy_versions(self) -> list[str]:
+        """Every applied version, oldest first."""
+        ...
+
+    def get_policy(self, version: str) -> PolicyRow | None: ...
+
+    def add_feedback(
+        self, claim_id: int, principal: str, ts_bucket: int, signal: str, score: float | None
+    ) -> bool:
+        """Record one signal; False (nothing written) when (claim, principal, bucket) has one."""
+        ...
+
+    def insert_active_context(self, row: ActiveContextRow, purge_before: str) -> None:
+        """Store an active context, and drop those that expired before `purge_before` (an
+        expired context is kept a while so a late reader hears "expired", not "unknown")."""
+        ...
+
+    def get_active_context(self, context_id: str) -> ActiveContextRow | None:
+        """The context, expired or not (the caller tells expired from unknown)."""
+        ...
+
+
+class Tx(ItemsTx, PeopleTx, LinksTx, VectorsTx, AuditTx, MaintenanceTx, PceTx, Protocol):
     """One transaction. Methods raise MemhubError(STORAGE) on database failure."""
 
 

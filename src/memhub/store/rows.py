@@ -153,6 +153,7 @@ class ItemQuery:
     created_to: str | None = None
     # Project rows only from these projects (rows of other scopes are not affected); None: any.
     scope_projects: Sequence[int] | None = None
+    content_hash: str | None = None  # only items with this content hash
     order: Order = "id_asc"
     limit: int = 30
 
@@ -174,3 +175,26 @@ class VectorChange:
     seq: int
     item_id: int
     vec: bytes | None  # None: the vector was deleted
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRow:
+    """One applied pce policy version (seed 000)."""
+
+    version: str
+    yaml: str
+    doc: dict[str, Any]
+    author: str
+    approver: str | None
+    signed: bool
+    diff: list[str]
+    applied_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveContextRow:
+    id: str
+    owner: str
+    body: dict[str, Any]
+    created_at: str
+    expires_at: str

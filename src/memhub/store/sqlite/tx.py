@@ -24,6 +24,7 @@ from memhub.store.base import (
 from memhub.store.crypto import ContentCipher
 from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
+from memhub.store.sqlite.pce import PceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.visibility import visible
 
@@ -70,7 +71,7 @@ def item_from_row(row: sqlite3.Row, cipher: ContentCipher | None = None) -> Item
     )
 
 
-class SqliteTx(PeopleMixin, MaintenanceMixin):
+class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
     def __init__(
         self, conn: sqlite3.Connection, now: str, *, write: bool = True, cipher: ContentCipher | None = None
     ) -> None:
@@ -198,7 +199,10 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
         cond, args = visible(viewer)
         where = [cond]
         if query.kinds:
-            where.append(f"i.kind IN ({placeholders(query.kinds)})")
+            # a content hash names a row or two: keep the planner on its index (the `+` stops it
+            # from walking every row of the kind, ~100 ms at 100k claims)
+            plus = "+" if query.content_hash is not None else ""
+            where.append(f"{plus}i.kind IN ({placeholders(query.kinds)})")
             args.extend(query.kinds)
         if query.project_id is not None:
             where.append("i.project_id = ?")
@@ -256,6 +260,9 @@ class SqliteTx(PeopleMixin, MaintenanceMixin):
                 " GROUP BY item_id HAVING count(*) = ?)"
             )
             args.extend([*query.tags_all, len(set(query.tags_all))])
+        if query.content_hash is not None:
+            where.append("i.content_hash = ?")
+            args.append(query.content_hash)
         if query.scope_projects is not None:
             listed = placeholders(query.scope_projects) or "NULL"
             where.append(f"(i.scope != 'project' OR i.project_id IN ({listed}))")

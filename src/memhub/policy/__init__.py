@@ -1,0 +1,1 @@
+"""Seed 000 policies: schema, safe YAML parsing, boundary rules, redaction, signatures."""

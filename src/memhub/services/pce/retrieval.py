@@ -1,0 +1,318 @@
+"""Boundary-first retrieval: `pce.memory.search` and the ranking `activate` shares.
+
+Before anything is searched, the caller's `allow` tags are checked against the policy's
+boundary classes: the search's viewer (the store's one visibility filter) holds only the
+classes those tags may receive, plus the classes whose escalation is `human_review` (their
+claims are then withheld and the escalation recorded). `secret` is never in it. Results are
+the shared hybrid engine's (policy `retrieval.hybrid`), reranked by `g` (ranking.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from memhub.core.errors import ErrorKind, MemhubError, invalid
+from memhub.core.hashing import sha256_hex
+from memhub.core.models import Viewer
+from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
+from memhub.policy.redact import redact
+from memhub.search.engine import MAX_K
+from memhub.services import access, graph
+from memhub.services.pce import models as m
+from memhub.services.pce import ranking
+from memhub.services.pce.claims import (
+    CLAIM,
+    ENTITY,
+    MENTIONS,
+    RELATION,
+    STORE_SCOPES,
+    age_days,
+    clm,
+    to_claim,
+)
+from memhub.services.pce.errors import pce_error
+from memhub.services.pce.policies import current
+from memhub.services.runtime import Call
+from memhub.store.base import ItemQuery, ItemRow, Tx
+
+DEFAULT_ALLOW = ("answer:task",)
+MAX_ENTITIES = 21  # nodes of one claim's entity walk (the claim included)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    row: ItemRow
+    text: str  # what may be shown (pii redacted per the policy)
+    score: float
+    scores: m.Scoring
+
+
+@dataclass(frozen=True)
+class Ranking:
+    policy: Policy
+    items: list[Ranked]
+    allowed: frozenset[str]
+    tags: tuple[str, ...]
+    viewer: Viewer
+
+
+def check_tags(allow: list[str] | None) -> tuple[str, ...]:
+    """The caller's purpose tags (default answer:task). Wildcards are for policies: a caller
+    declaring `*` or `tool:*` is BOUNDARY_DENIED rather than let through."""
+    tags = tuple(dict.fromkeys(allow)) if allow else DEFAULT_ALLOW
+    wild = [t for t in tags if "*" in t]
+    if wild:
+        raise pce_error(
+            ErrorKind.FORBIDDEN,
+            "BOUNDARY_DENIED",
+            "allow tags name a concrete purpose (answer:task, tool:contact-lookup);"
+            " wildcards are for policies",
+            tags=wild[:5],
+        )
+    return tags
+
+
+async def policy_in_force(call: Call) -> Policy:
+    policy = await call.read(current)
+    if policy.builtin and call.runtime.config.pce_require_policy:
+        raise pce_error(
+            ErrorKind.UNAVAILABLE, "POLICY_MISSING", "no policy has been applied: run pce.memory.policy.apply"
+        )
+    return policy
+
+
+def shown_text(policy: Policy, row: ItemRow) -> str:
+    rule = policy.doc.boundary(row.boundary_class)
+    return redact(row.body, rule.redact)[0] if rule.redact else row.body
+
+
+def boundary_viewer(tx: Tx, call: Call, classes: frozenset[str]) -> Viewer:
+    return access.viewer(tx, call.principal, sessions="current", boundaries=classes - {"secret"})
+
+
+def _scope_query(tx: Tx, call: Call, scopes: Sequence[str] | None) -> ItemQuery:
+    wanted = tuple(dict.fromkeys(scopes)) if scopes else SCOPES
+    project = (
+        tx.get_project_by_name(call.principal.default_project) if call.principal.default_project else None
+    )
+    return ItemQuery(
+        kinds=(CLAIM,),
+        scopes=[STORE_SCOPES[s] for s in wanted],
+        scope_projects=[project.id] if project is not None else [],
+    )
+
+
+async def rank(
+    call: Call, query: str, scopes: Sequence[str] | None, allow: list[str] | None, as_of: str
+) -> Ranking:
+    """Every claim the caller may receive for `query`, best first (boundary-first)."""
+    tags = check_tags(allow)
+    policy = await policy_in_force(call)
+    doc = policy.doc
+    allowed = allowed_classes(doc, list(tags))
+    review = frozenset(
+        c
+        for c in CLASSES
+        if c != "secret" and c not in allowed and doc.boundary(c).escalation == "human_review"
+    )
+    engine = call.runtime.search
+    if engine is None:
+        raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
+    await call.settled()
+    viewer, where = await call.read(
+        lambda tx: (boundary_viewer(tx, call, allowed | review), _scope_query(tx, call, scopes))
+    )
+    hybrid = doc.retrieval.hybrid
+    hits = await engine.search(
+        viewer, query, kinds=(CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
+        k_final=min(hybrid.k_txt + hybrid.k_vec, MAX_K), alpha=hybrid.alpha,
+    )  # fmt: skip
+    parts = ranking.components(hits, hybrid.alpha)
+    pool = sorted(parts, key=lambda i: (-parts[i].combined, i))[: hybrid.k_final]
+    rows = await call.read(lambda tx: tx.query_items(viewer, replace(where, ids=pool, limit=len(pool) or 1)))
+    rerank = doc.retrieval.rerank
+    items: list[Ranked] = []
+    withheld: list[str] = []
+    for row in rows:
+        pce_scope = row.attrs.get("pce_scope", "principle")
+        age = age_days(as_of, row.created_at)
+        if age * 86400 > ttl_seconds(doc.scope(pce_scope).ttl):
+            continue  # past its scope's TTL under the policy in force
+        if row.boundary_class not in allowed:
+            withheld.append(clm(row.id))
+            continue
+        part = parts[row.id]
+        rec = ranking.recency(age, rerank.half_life(row.category or "fact"))
+        q = ranking.quality_factor(row.quality, rerank.use_quality)
+        g = q * rec
+        scores = m.Scoring(
+            text=part.text, vector=part.vector, combined=part.combined, quality=row.quality, recency=rec, g=g
+        )
+        items.append(Ranked(row, shown_text(policy, row), part.combined * g, scores))
+    items.sort(key=lambda r: ranking.sort_key(r.score, r.row.created_at, r.row.id))
+    call.detail["boundary"] = {
+        "allow": list(tags)[:10],
+        "classes": sorted(allowed),
+        "returned_classes": sorted({r.row.boundary_class for r in items}),
+        "withheld": len(withheld),
+        "escalation": "human_review" if withheld else None,
+        "escalated_ids": withheld[:50],
+        "policy_version": policy.version,
+    }
+    return Ranking(policy, items, allowed, tags, viewer)
+
+
+def scored_item(item: Ranked, include_meta: bool, entities: Sequence[m.Evidence] = ()) -> m.ScoredItem:
+    if not include_meta:
+        return m.ScoredItem(claim=to_claim(item.row, item.text), score=item.score)
+    return m.ScoredItem(
+        claim=to_claim(item.row, item.text),
+        score=item.score,
+        scores=item.scores,
+        evidences=[*evidences(item.row), *entities],
+        reason=_reason(item.scores),
+    )
+
+
+def entity_evidence(tx: Tx, viewer: Viewer, claim_ids: Sequence[int]) -> dict[int, list[m.Evidence]]:
+    """The entities each claim mentions and those related to them: the one graph walk, two
+    hops over `mentions` and `relation` links, through the same visibility filter."""
+    out: dict[int, list[m.Evidence]] = {}
+    for claim_id in claim_ids:
+        walked = graph.walk(tx, viewer, [claim_id], (MENTIONS, RELATION), depth=2, max_nodes=MAX_ENTITIES)
+        ids = walked.found()
+        query = ItemQuery(kinds=(ENTITY,), ids=ids, limit=len(ids) or 1)
+        rows = {row.id: row for row in tx.query_items(viewer, query)}
+        out[claim_id] = [
+            m.Evidence(
+                id=f"ent_{i}",
+                source_type="entity",
+                source_id=str(rows[i].attrs.get("entity_id", "")),
+                snippet=rows[i].title,
+                via=walked.reached[i].via,
+                depth=walked.reached[i].depth,
+            )
+            for i in ids
+            if i in rows
+        ]
+    return out
+
+
+def evidences(row: ItemRow) -> list[m.Evidence]:
+    prov: dict[str, Any] = row.attrs.get("provenance") or {}
+    out = []
+    git = prov.get("git") or {}
+    if git.get("commit"):
+        out.append(m.Evidence(source_type="git", source_id=git["commit"], at=prov.get("at")))
+    if prov.get("url"):
+        out.append(m.Evidence(source_type="url", source_id=prov["url"], at=prov.get("at")))
+    if not out:
+        out.append(m.Evidence(source_type="provenance", source_id=prov.get("actor"), at=prov.get("at")))
+    return out
+
+
+def _reason(scores: m.Scoring) -> str:
+    sides = [name for name, value in (("text", scores.text), ("vector", scores.vector)) if value > 0]
+    return f"matched by {' and '.join(sides) or 'neither side'}; g={scores.g:.3f}"
+
+
+# -- cursors ------------------------------------------------------------------------------------
+
+
+def encode_cursor(body: dict[str, Any]) -> str:
+    raw = json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise invalid("cursor is not a next_cursor this server gave") from None
+    if not isinstance(body, dict):
+        raise invalid("cursor is not a next_cursor this server gave")
+    return body
+
+
+def fingerprint(*parts: Any) -> str:
+    return sha256_hex(json.dumps(parts, sort_keys=True, ensure_ascii=True))[:16]
+
+
+def _pack(ids: list[int]) -> str:
+    """Sorted ids as base-36 deltas: `1.2.a` (a cursor stays short)."""
+    out, last = [], 0
+    for item in sorted(set(ids)):
+        out.append(_b36(item - last))
+        last = item
+    return ".".join(out)
+
+
+def _b36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        n, rest = divmod(n, 36)
+        text = digits[rest] + text
+        if n == 0:
+            return text
+
+
+def _unpack(text: str) -> list[int]:
+    total, out = 0, []
+    for part in filter(None, text.split(".")):
+        total += int(part, 36)
+        out.append(total)
+    return out
+
+
+async def search(call: Call, args: m.SearchInput) -> m.SearchResult:
+    """Paging: the cursor holds the query's fingerprint, the time the ranking was made at (so
+    recency is the same on every page) and the ids already returned. A later page is the
+    ranking again without those and without claims written since the first page: no claim is
+    returned twice, and none is skipped because scores moved (BM25 statistics change as
+    claims are written) between pages."""
+    print_ = fingerprint(
+        "search", args.query, sorted(args.scope or SCOPES), sorted(args.allow or DEFAULT_ALLOW)
+    )
+    as_of, returned = call.runtime.now(), []
+    if args.cursor is not None:
+        body = decode_cursor(args.cursor)
+        if (
+            body.get("f") != print_
+            or not isinstance(body.get("at"), str)
+            or not isinstance(body.get("r"), str)
+        ):
+            raise invalid("cursor belongs to another query (same query, scope and allow are needed)")
+        try:
+            as_of, returned = body["at"], _unpack(body["r"])
+        except ValueError:
+            raise invalid("cursor is not a next_cursor this server gave") from None
+    ranked = await rank(call, args.query, args.scope, args.allow, as_of)
+    done = set(returned)
+    # claims written after the first page wait for a new search
+    items = [r for r in ranked.items if r.row.id not in done and r.row.created_at <= as_of]
+    page, rest = items[: args.top_k], items[args.top_k :]
+    cursor = None
+    if rest:
+        cursor = encode_cursor({"f": print_, "at": as_of, "r": _pack([*returned, *(r.row.id for r in page)])})
+    call.detail["returned"] = [clm(r.row.id) for r in page]
+    found: dict[int, list[m.Evidence]] = {}
+    if args.include_meta and page:
+        found = await call.read(lambda tx: entity_evidence(tx, ranked.viewer, [r.row.id for r in page]))
+    version = ranked.policy.version
+    return m.SearchResult(
+        data=m.SearchData(
+            items=[scored_item(r, args.include_meta, found.get(r.row.id, ())) for r in page],
+            next_cursor=cursor,
+            has_more=bool(rest),
+            policy_version=version,
+        ),
+        policy_version=version,
+        request_id=call.request_id,
+        trace_id=call.trace_id,
+    )

@@ -1,0 +1,84 @@
+"""The pce toolset's tables in SQLite: policy versions, feedback signals, active contexts."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from memhub.core.errors import conflict
+from memhub.store.rows import ActiveContextRow, PolicyRow
+
+
+def _policy(row: sqlite3.Row) -> PolicyRow:
+    return PolicyRow(
+        version=row["version"],
+        yaml=row["yaml"],
+        doc=json.loads(row["doc"]),
+        author=row["author"],
+        approver=row["approver"],
+        signed=bool(row["signed"]),
+        diff=json.loads(row["diff"]),
+        applied_at=row["applied_at"],
+    )
+
+
+class PceMixin:
+    conn: sqlite3.Connection
+    now: str
+
+    def insert_policy(self, row: PolicyRow) -> None:
+        try:
+            self.conn.execute(
+                "INSERT INTO pce_policies(version, yaml, doc, author, approver, signed, diff, applied_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row.version,
+                    row.yaml,
+                    json.dumps(row.doc, ensure_ascii=False),
+                    row.author,
+                    row.approver,
+                    int(row.signed),
+                    json.dumps(row.diff, ensure_ascii=False),
+                    row.applied_at,
+                ),
+            )
+        except sqlite3.IntegrityError:
+            raise conflict(f"policy version {row.version} already exists", reason="version_reused") from None
+
+    def current_policy(self) -> PolicyRow | None:
+        row = self.conn.execute("SELECT * FROM pce_policies ORDER BY id DESC LIMIT 1").fetchone()
+        return _policy(row) if row else None
+
+    def policy_versions(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT version FROM pce_policies ORDER BY id")]
+
+    def get_policy(self, version: str) -> PolicyRow | None:
+        row = self.conn.execute("SELECT * FROM pce_policies WHERE version = ?", (version,)).fetchone()
+        return _policy(row) if row else None
+
+    def add_feedback(
+        self, claim_id: int, principal: str, ts_bucket: int, signal: str, score: float | None
+    ) -> bool:
+        return (
+            self.conn.execute(
+                "INSERT OR IGNORE INTO pce_feedback(claim_id, principal, ts_bucket, signal, score, at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (claim_id, principal, ts_bucket, signal, score, self.now),
+            ).rowcount
+            == 1
+        )
+
+    def insert_active_context(self, row: ActiveContextRow, purge_before: str) -> None:
+        self.conn.execute("DELETE FROM pce_active_contexts WHERE expires_at < ?", (purge_before,))
+        self.conn.execute(
+            "INSERT INTO pce_active_contexts(id, owner, body, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+            (row.id, row.owner, json.dumps(row.body, ensure_ascii=False), row.created_at, row.expires_at),
+        )
+
+    def get_active_context(self, context_id: str) -> ActiveContextRow | None:
+        row = self.conn.execute("SELECT * FROM pce_active_contexts WHERE id = ?", (context_id,)).fetchone()
+        if row is None:
+            return None
+        return ActiveContextRow(
+            row["id"], row["owner"], json.loads(row["body"]), row["created_at"], row["expires_at"]
+        )
