@@ -74,5 +74,6 @@ async def pair(assoc_container: Container) -> AsyncIterator[Pair]:
         tasks.start_soon(assoc_container.run_background)  # model, index, backfill: as `serve` runs them
         await backfill_running(assoc_container)
         async with Client(assoc_container.server) as alice, Client(bob_server) as bob_client:
+            await ok(bob_client, "user", action="get_current")  # bob's first call registers him
             yield Pair(assoc_container, alice, bob_client)
         tasks.cancel_scope.cancel()

@@ -225,38 +225,37 @@ async def test_admin_actions(pair: Pair, tmp_path: Path) -> None:
     health = await pair.b("admin", action="health_check")
     assert health["status"] == "ok" and health["details"]["database"] == "ok", health
     assert (await pair.b_err("admin", action="system_stats"))["error"]["code"] == "permission_denied"
-    assert (await pair.b_err("admin", action="backup", backup_path=str(tmp_path / "x.db")))["error"][
-        "code"
-    ] == ("permission_denied")
+    assert (await pair.b_err("admin", action="backup", backup_path="x.db"))["error"]["code"] == (
+        "permission_denied"
+    )
     stats = await pair.a("admin", action="system_stats")
     assert stats["details"]["tables"]["items"] == 4
 
-    backup = tmp_path / "backup.db"
-    made = await pair.a("admin", action="backup", backup_path=str(backup))
+    backup = tmp_path / "backups" / "backup.db"  # tool calls name files in the backups folder only
+    made = await pair.a("admin", action="backup", backup_path="backup.db")
     assert backup.is_file() and made["details"]["bytes"] > 0
-    assert (await pair.a_err("admin", action="backup", backup_path=str(backup)))["error"][
+    assert (await pair.a_err("admin", action="backup", backup_path="backup.db"))["error"][
         "code"
     ] == "conflict"
-    partial = tmp_path / "partial.db"
-    await pair.a("admin", action="backup", backup_path=str(partial), include_data=["projects", "sessions"])
+    await pair.a("admin", action="backup", backup_path="partial.db", include_data=["projects", "sessions"])
 
     later = (await pair.a("memory", action="store", content="written after the backup", domain="user"))[
         "memory"
     ]["id"]
-    verified = await pair.a("admin", action="restore", backup_path=str(backup))
+    verified = await pair.a("admin", action="restore", backup_path="backup.db")
     assert verified["status"] == "verified" and (await pair.a("memory", action="get", memory_id=later))
-    restored = await pair.a("admin", action="restore", backup_path=str(backup), force=True)
+    restored = await pair.a("admin", action="restore", backup_path="backup.db", force=True)
     assert restored["details"]["restored"] is True
     assert (await pair.a_err("memory", action="get", memory_id=later))["error"]["code"] == "not_found"
     assert (await pair.a("memory", action="get", memory_id=ids[0]))["memory"][
         "content"
     ] == "TypeScriptの型安全性について"
-    garbage = tmp_path / "garbage.db"
+    garbage = tmp_path / "backups" / "garbage.db"
     garbage.write_bytes(b"not a database at all" * 100)
-    assert (await pair.a_err("admin", action="restore", backup_path=str(garbage), force=True))["error"][
+    assert (await pair.a_err("admin", action="restore", backup_path="garbage.db", force=True))["error"][
         "code"
     ] == ("invalid_parameter")
-    assert (await pair.a_err("admin", action="restore", backup_path=str(tmp_path / "missing.db")))["error"][
+    assert (await pair.a_err("admin", action="restore", backup_path="missing.db"))["error"][
         "code"
     ] == "not_found"
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from memhub.core.errors import forbidden, invalid, not_found
+from memhub.core.errors import conflict, forbidden, invalid, not_found
 from memhub.core.models import (
     DEFAULT_BOUNDARIES,
     WRITE_ROLES,
@@ -120,6 +120,26 @@ def may_modify(tx: Tx, actor: Principal, row: ItemRow) -> bool:
     if row.scope != Scope.PROJECT or row.project_id is None:
         return False
     return tx.member_role(row.project_id, actor.id) in WRITE_ROLES
+
+
+def name_is_free(tx: Tx, actor: Principal, name: str, *, keep: int | None = None) -> None:
+    """Project names are unique in a store. A taken name is reported as "already exists" only
+    to those who can see that project (its members and admins); anyone else gets a neutral
+    refusal that does not say whether a project of that name exists."""
+    row = tx.get_project_by_name(name)
+    if row is None or row.id == keep:
+        return
+    if tx.member_role(row.id, actor.id) is not None or is_admin(tx, actor):
+        raise conflict(f"a project named {name!r} already exists")
+    raise conflict(f"the project name {name!r} is not available; choose another name")
+
+
+def existing_user(tx: Tx, user_id: str) -> str:
+    """A principal that exists (created by its first connection, or by an admin with
+    `memhub apikey create`): naming someone does not create them."""
+    if tx.get_principal(user_id) is None:
+        raise not_found(f"user {user_id!r} not found")
+    return user_id
 
 
 def current_session(tx: Tx, actor: Principal) -> SessionRow | None:

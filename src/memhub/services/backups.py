@@ -33,8 +33,7 @@ class BackupFile:
     daily: bool
 
 
-def backups_dir(runtime: Runtime) -> Path:
-    return (runtime.home or Path.cwd()) / "backups"
+backups_dir = ops.backups_dir
 
 
 def list_backups(runtime: Runtime) -> list[BackupFile]:

@@ -73,15 +73,38 @@ async def stats(runtime: Runtime) -> dict[str, Any]:
     return details
 
 
+def backups_dir(runtime: Runtime) -> Path:
+    """Where backups live: `$MEMHUB_HOME/backups/`."""
+    return (runtime.home or Path.cwd()) / "backups"
+
+
 def backup_path(runtime: Runtime, given: str | None, *, default_name: str | None) -> Path:
-    """Where a backup goes: a relative path lands in `$MEMHUB_HOME/backups/`."""
+    """A backup file named by a tool call: a plain file name (or sub-path) inside the backups
+    folder, nothing else. Absolute paths, `~`, `..`, backslashes and NUL are refused, so a
+    caller can neither write nor probe files elsewhere; a person at the shell uses
+    `memhub backup PATH` / `memhub restore PATH` for other places."""
+    folder = backups_dir(runtime)
     if given is None or not given.strip():
         if default_name is None:
             raise invalid("backup_path is required")
-        return (runtime.home or Path.cwd()) / "backups" / default_name
-    path = Path(given).expanduser()
-    if not path.is_absolute():
-        path = (runtime.home or Path.cwd()) / "backups" / path
+        return folder / default_name
+    text = given.strip()
+    relative = Path(text)
+    if (
+        "\x00" in text
+        or "\\" in text
+        or text.startswith("~")
+        or relative.is_absolute()
+        or ".." in relative.parts
+    ):
+        raise invalid(
+            f"backup_path must be a file name inside the backups folder ({folder}); "
+            "use `memhub backup PATH` at the shell for other places"
+        )
+    path = folder / relative
+    root = folder.resolve()
+    if root not in (path.resolve(), *path.resolve().parents):  # a symlink out of the folder
+        raise invalid(f"backup_path must stay inside the backups folder ({folder})")
     return path
 
 

@@ -11,7 +11,7 @@ from memhub.core.models import Principal, Scope
 from memhub.services import access
 from memhub.services.access import Need
 from memhub.services.assoc import models as m
-from memhub.services.assoc.ids import mem_id, parse_mem, parse_proj, proj_id
+from memhub.services.assoc.ids import mem_id, parse_mem, parse_proj, parse_session, proj_id
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
 MEMORY = "memory"
@@ -40,7 +40,20 @@ def target(
         return Target(Scope.SESSION, None, access.own_session(tx, actor, session_id).id)
     if project_id is not None:
         raise invalid(f"project_id only applies to the project domain, not {domain}")
+    if session_id is not None:
+        raise invalid(f"session_id only applies to the session domain, not {domain}")
     return Target(Scope(domain), None, None)
+
+
+def check_filters(tx: Tx, actor: Principal, project_id: str | None, session_id: str | None) -> None:
+    """A project or session named as a filter must exist and be the caller's to read: an
+    unknown or malformed id is an error, not an empty result."""
+    if project_id is not None:
+        access.project(tx, actor, parse_proj(project_id), Need.READ, label=project_id)
+    if session_id is not None:
+        session = tx.get_session(parse_session(session_id))
+        if session is None or session.principal != actor.id:
+            raise not_found(f"session {session_id} not found")
 
 
 def memories_in(domain: str | None, project_id: str | None, session_id: str | None, limit: int) -> ItemQuery:

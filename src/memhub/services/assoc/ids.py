@@ -35,3 +35,16 @@ def parse_mem(value: str) -> int:
 
 def parse_proj(value: str) -> int:
     return _parse(value, "proj_", "project_id")
+
+
+def parse_session(value: str) -> str:
+    """A session id as memhub makes them: `sess_` and 1-64 letters, digits, `-` or `_`."""
+    text = value.strip()
+    rest = text.removeprefix("sess_")
+    if (
+        rest == text
+        or not 0 < len(rest) <= 64
+        or not all(ch.isascii() and (ch.isalnum() or ch in "-_") for ch in rest)
+    ):
+        raise invalid(f"session_id must look like sess_1a2b3c, got {value[:40]!r}")
+    return text

@@ -50,6 +50,7 @@ class ImportRecord(BaseModel):
 
 
 def _where(tx: Tx, call: Call, args: m.ManageInput) -> ItemQuery:
+    domains.check_filters(tx, call.principal, args.project_id, args.session_id)
     return domains.memories_in(args.target_domain, args.project_id, args.session_id, MAX_EXPORT + 1)
 
 

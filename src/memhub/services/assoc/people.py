@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memhub.core.errors import conflict, invalid, not_found
+from memhub.core.errors import invalid, not_found
 from memhub.core.models import ProjectRole
 from memhub.services import access
 from memhub.services.access import Need
@@ -69,8 +69,7 @@ async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
             name = (args.name or "").strip()
             if not name:
                 raise invalid("name is required to create a project")
-            if tx.get_project_by_name(name) is not None:
-                raise conflict(f"a project named {name!r} already exists")
+            access.name_is_free(tx, actor, name)
             row = tx.insert_project(name, args.description, {}, actor.id)
             return m.ProjectOutput(action="create", project=_project(tx, row, ProjectRole.OWNER, detail=True))
         if args.action == "list":
@@ -86,7 +85,7 @@ async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
                 raise invalid("user_id and role are required to add a member")
             if tx.member_role(row.id, args.user_id) is ProjectRole.OWNER:
                 raise invalid(f"{args.user_id} owns the project; the owner's role cannot change")
-            tx.ensure_principal(args.user_id)
+            access.existing_user(tx, args.user_id)
             tx.set_member(row.id, args.user_id, ProjectRole(args.role))
             return m.ProjectOutput(
                 action="add_member", project=_project(tx, row, tx.member_role(row.id, actor.id), detail=True)
@@ -111,9 +110,8 @@ async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
             new_name = args.name.strip() if args.name is not None else None
             if new_name == "":
                 raise invalid("name must not be empty")
-            clash = tx.get_project_by_name(new_name) if new_name else None
-            if clash is not None and clash.id != row.id:
-                raise conflict(f"a project named {new_name!r} already exists")
+            if new_name:
+                access.name_is_free(tx, actor, new_name, keep=row.id)
             updated = tx.update_project(row.id, new_name, args.description)
             return m.ProjectOutput(action="update", project=_project(tx, updated, role, detail=True))
         row = _access(tx, call, args.project_id, Need.MANAGE).project

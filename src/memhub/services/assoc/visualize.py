@@ -142,6 +142,7 @@ def _charts(tx: Tx, call: Call, args: m.VisualizeInput) -> Rendering:
 
 async def visualize(call: Call, args: m.VisualizeInput) -> m.VisualizeOutput:
     def work(tx: Tx) -> Rendering:
+        domains.check_filters(tx, call.principal, args.project_id, args.session_id)
         if args.type == "memory_map":
             return _memory_map(tx, call, args)
         if args.type == "domain_graph":

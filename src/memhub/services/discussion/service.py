@@ -8,7 +8,7 @@ decision points at its topic through `parent_id`, a sub-topic at its parent topi
 
 from __future__ import annotations
 
-from memhub.core.errors import conflict, invalid, not_found
+from memhub.core.errors import invalid, not_found
 from memhub.core.hashing import content_hash
 from memhub.core.models import Principal, Scope, Viewer
 from memhub.core.text import keyword_terms
@@ -85,8 +85,7 @@ def _topic_in_project(tx: Tx, actor: Principal, project_id: int, topic_id: int) 
 
 def add_project(tx: Tx, actor: Principal, args: m.AddProjectInput) -> m.AddProjectOutput:
     name = args.name.strip()
-    if tx.get_project_by_name(name) is not None:
-        raise conflict(f"a project named {name!r} already exists")
+    access.name_is_free(tx, actor, name)
     attrs = {"asana_url": args.asana_url} if args.asana_url else {}
     tx.ensure_principal(actor.id)
     row = tx.insert_project(name, args.description, attrs, actor.id)

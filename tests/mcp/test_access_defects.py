@@ -1,0 +1,95 @@
+"""Issue 11's access defects, each reproduced first: unknown users and ids, existence leaks,
+tool-supplied backup paths."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import counts
+from tests.mcp.conftest import Pair
+
+pytestmark = pytest.mark.anyio
+
+
+def _principals(db: Path) -> set[str]:
+    with sqlite3.connect(db) as conn:
+        return {r[0] for r in conn.execute("SELECT id FROM principals")}
+
+
+async def test_adding_an_unknown_user_does_not_create_them(pair: Pair) -> None:
+    project = (await pair.a("project", action="create", name="team"))["project"]["id"]
+    before = _principals(pair.container.settings.db_path)
+    err = await pair.a_err(
+        "project", action="add_member", project_id=project, user_id="no-such-user", role="editor"
+    )
+    assert err["error"]["code"] == "not_found" and "no-such-user" in err["error"]["message"]
+    assert _principals(pair.container.settings.db_path) == before
+    await pair.a("project", action="add_member", project_id=project, user_id="bob", role="viewer")  # known
+
+
+async def test_unknown_or_malformed_ids_are_errors_not_empty_results(pair: Pair) -> None:
+    await pair.a("memory", action="store", content="a note", domain="user")
+    for action in ("stats", "export", "list_categories"):
+        err = await pair.a_err("memory_manage", action=action, project_id="proj_999999")
+        assert err["error"]["code"] == "not_found", action
+        err = await pair.a_err("memory_manage", action=action, session_id="sess_ffffff")
+        assert err["error"]["code"] == "not_found", action
+    for kind in ("stats_dashboard", "timeline", "category_chart", "domain_graph"):
+        assert (await pair.a_err("visualize", type=kind, project_id="proj_999999"))["error"][
+            "code"
+        ] == "not_found"
+        assert (await pair.a_err("visualize", type=kind, project_id="mem_1"))["error"]["code"] == (
+            "invalid_parameter"
+        )
+        assert (await pair.a_err("visualize", type=kind, session_id="not a session"))["error"]["code"] == (
+            "invalid_parameter"
+        )
+    before = await pair.counts()
+    err = await pair.a_err("memory", action="store", content="x", domain="user", session_id="sess_abc123")
+    assert err["error"]["code"] == "invalid_parameter" and "session domain" in err["error"]["message"]
+    assert await pair.counts() == before
+    private = (await pair.a("project", action="create", name="alice-only"))["project"]["id"]
+    assert (await pair.b_err("memory_manage", action="stats", project_id=private))["error"][
+        "code"
+    ] == "not_found"
+
+
+async def test_a_taken_name_is_confirmed_only_to_those_who_see_the_project(pair: Pair) -> None:
+    await pair.a("project", action="create", name="stealth-project")
+    mine = await pair.a_err("project", action="create", name="stealth-project")
+    assert "already exists" in mine["error"]["message"]
+    for err in (
+        await pair.b_err("project", action="create", name="stealth-project"),
+        {"error": await _discussion_error(pair)},
+    ):
+        assert "already exists" not in err["error"]["message"]
+        assert "not available" in err["error"]["message"]
+
+
+async def _discussion_error(pair: Pair) -> dict[str, str]:
+    result = await pair.bob.call_tool("add-project", {"name": "stealth-project"})
+    assert result.is_error
+    body: dict[str, str] = json.loads(result.content[0].text)["error"]
+    assert body["code"] == "INVALID_PARAMETER"
+    return body
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../../../../tmp/x.db", "~/x.db", "/tmp/memhub-escape.db", "/proc/self/x.db", "a\\b.db", "x\x00.db",
+     "sub/../../x.db", "/etc/shadow"],
+)  # fmt: skip
+async def test_tool_backup_paths_stay_in_the_backups_folder(pair: Pair, tmp_path: Path, path: str) -> None:
+    before = counts(pair.container.settings.db_path)
+    for action, extra in (("backup", {"force": True}), ("restore", {"force": True})):
+        err = await pair.a_err("admin", action=action, backup_path=path, **extra)
+        assert err["error"]["code"] == "invalid_parameter", (action, path, err)
+        assert "backups folder" in err["error"]["message"] or "NUL" in err["error"]["message"]
+    assert not Path("/tmp/memhub-escape.db").exists() and not (tmp_path.parent / "x.db").exists()
+    assert counts(pair.container.settings.db_path) == before
+    made = await pair.a("admin", action="backup", backup_path="nested/ok.db")
+    assert Path(made["details"]["path"]) == tmp_path / "backups" / "nested" / "ok.db"
