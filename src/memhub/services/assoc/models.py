@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memhub.services.common import SafeText
+from memhub.services.common import JSON_MAX_DEPTH, JsonObject, SafeText, max_json_text_depth
 
 Domain = Literal["global", "user", "project", "session"]
 DOMAINS: tuple[Domain, ...] = ("global", "user", "project", "session")
@@ -25,6 +25,7 @@ MAX_LIMIT = 100
 MAX_TAGS = 32
 MAX_IDS = 1_000
 IMPORT_CHARS = 16_000_000
+IMPORT_DEPTH = 3 + JSON_MAX_DEPTH  # {"memories": [{"metadata": ...}]}
 
 Tag = Annotated[SafeText, Field(min_length=1, max_length=64)]
 Short = Annotated[SafeText, Field(max_length=SHORT)]
@@ -38,9 +39,10 @@ Depth = Annotated[int, Field(ge=1, le=5, description="How many association hops 
 
 
 class Input(BaseModel):
-    """Unknown properties are errors; numbers may be sent as JSON numbers (seed type `number`)."""
+    """Unknown properties are errors and types are strict: `true` is not 1.0, `"5"` is not 5 (an
+    integer is still a valid `number`; enums are their strings)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Output(BaseModel):
@@ -74,7 +76,10 @@ class MemoryInput(Input):
     related_memory_ids: Annotated[list[Short], Field(max_length=50)] | None = Field(
         None, description="Manual associations to create (store, update)."
     )
-    metadata: dict[str, Any] | None = Field(None, description="Free-form metadata (store, update).")
+    metadata: JsonObject | None = Field(
+        None,
+        description=f"Free-form metadata (store, update): a JSON object, at most {JSON_MAX_DEPTH} levels.",
+    )
 
 
 class ManageInput(Input):
@@ -89,9 +94,9 @@ class ManageInput(Input):
     project_id: Short | None = None
     session_id: Short | None = None
     export_format: Literal["json", "csv", "markdown"] = "json"
-    import_data: Annotated[SafeText, Field(max_length=IMPORT_CHARS)] | None = Field(
-        None, description="A memhub JSON export (import)."
-    )
+    import_data: (
+        Annotated[SafeText, Field(max_length=IMPORT_CHARS), max_json_text_depth(IMPORT_DEPTH)] | None
+    ) = Field(None, description="A memhub JSON export (import).")
     cleanup_before: Short | None = Field(
         None, description="Delete session memories created before this ISO-8601 date-time (cleanup)."
     )
@@ -157,7 +162,7 @@ class VisualizeInput(Input):
 class MigrationConfig(Input):
     source_domain: Domain
     target_domain: Domain
-    filter_criteria: dict[str, Any] | None = None
+    filter_criteria: JsonObject | None = None
 
 
 class AdminInput(Input):
