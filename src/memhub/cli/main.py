@@ -17,6 +17,7 @@ from memhub.auth.identity import key_hash, new_key
 from memhub.cli.container import Container, build_container
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
+from memhub.mcp.stdio import serve_stdio
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -104,7 +105,7 @@ async def _serve(container: Container) -> None:
             )
             tg.start_soon(uvicorn.Server(config).serve)
         if "stdio" in settings.transports:
-            await server.run_stdio_async()
+            await serve_stdio(server)  # memhub's transport: every line is answered
             tg.cancel_scope.cancel()  # the stdio client owns this process: its EOF ends it
         else:
             await anyio.sleep_forever()
