@@ -38,13 +38,15 @@ class RawServer:
     def __init__(self, db: Path, *extra: str, embedder: str = "none") -> None:
         params = stdio_params(db, "alice", *extra)
         env = {**(params.env or {}), "MEMHUB_EMBEDDER": embedder}
-        self.proc = subprocess.Popen(
-            [params.command, *params.args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
+        self.stderr_path = db.with_suffix(".stderr")
+        with self.stderr_path.open("wb") as stderr:  # a file: a chatty server never blocks on a full pipe
+            self.proc = subprocess.Popen(
+                [params.command, *params.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=env,
+            )
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self._out = self.proc.stdout.fileno()
         self._buffer = b""
@@ -84,14 +86,14 @@ class RawServer:
 
     def close(self) -> str:
         """Close stdin, wait for a clean exit; returns stderr."""
-        assert self.proc.stdin is not None and self.proc.stderr is not None
+        assert self.proc.stdin is not None
         self.proc.stdin.close()
         try:
             code = self.proc.wait(timeout=20)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
-        stderr = self.proc.stderr.read().decode("utf-8", "replace")
+        stderr = self.stderr_path.read_text(encoding="utf-8", errors="replace")
         assert code == 0, stderr[-3000:]
         return stderr
 
