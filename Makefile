@@ -40,6 +40,10 @@ fuzz: $(STAMP)
 	MEMHUB_FUZZ_EXAMPLES=$${MEMHUB_FUZZ_EXAMPLES:-100000} MEMHUB_FUZZ_LINES=$${MEMHUB_FUZZ_LINES:-20000} \
 		$(BIN)/python -m pytest tests/fuzz -s
 
+## crash: SIGKILL a writing stdio server 50 times, then 4 stdio + 1 HTTP servers write one file for 60 s (~4 min)
+crash: $(STAMP)
+	$(BIN)/python bench/crash.py --kills $${KILLS:-50} --duration $${DURATION:-60}
+
 ## bench: latency through the real MCP client over stdio at 1k/10k/100k, and cold start (not part of CI; ~25 min)
 bench: $(STAMP)
 	$(BIN)/python bench/cold_start.py --runs 10
