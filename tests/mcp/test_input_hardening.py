@@ -218,3 +218,25 @@ def test_every_text_field_rejects_invalid_unicode(tool: str, model: type[BaseMod
             problems = [e for e in raised.value.errors() if e["loc"] and e["loc"][0] == name]
             assert problems, (tool, name, how)
             assert any("unicode" in e["msg"] for e in problems), (tool, name, how, problems)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "word"),
+    [
+        ('{"k": "\\ud800"}', "unicode"),
+        ('{"k\\u0000": 1}', "NUL"),
+        ("{" + ", ".join(f'"k{i}": {i}' for i in range(300)) + "}", "keys"),
+        ('{"k": 1e999}', "finite"),
+    ],
+)
+async def test_import_records_metadata_is_bounded_too(
+    both: Container, cli: Client, metadata: str, word: str
+) -> None:
+    before = counts(both.settings.db_path)
+    record = '{"content": "x", "domain": "user", "metadata": ' + metadata + "}"
+    text = '[{"content": "ok", "domain": "user"}, ' + record + "]"
+    body = await error(cli, "memory_manage", {"action": "import", "import_data": text})
+    assert body["code"] == "invalid_parameter" and word in body["message"], body
+    assert counts(both.settings.db_path) == before
+    # and every reader still answers
+    await ok(cli, "memory", action="search", query="x", threshold=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -55,7 +56,7 @@ def json_depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def _bounded_json(value: Any) -> Any:
+def bounded_json(value: Any) -> Any:
     """Free-form JSON a reader can always load: shallow, small, valid text, finite 64-bit numbers."""
     if json_depth(value, JSON_MAX_DEPTH) > JSON_MAX_DEPTH:
         raise ValueError(f"is nested too deeply (at most {JSON_MAX_DEPTH} levels)")
@@ -92,8 +93,10 @@ def _bounded_json(value: Any) -> Any:
     return value
 
 
-def max_json_text_depth(limit: int) -> AfterValidator:
-    """A validator for text that holds a JSON document (an import): at most `limit` levels deep."""
+def json_text(limit: int, inspect: Callable[[Any], None] | None = None) -> AfterValidator:
+    """A validator for text holding a JSON document (an import): at most `limit` levels deep, every
+    string and key valid text, numbers finite; `inspect` may check the parsed document further
+    (raising ValueError). Text that is not JSON passes: the service reports where it breaks."""
 
     def check(text: str) -> str:
         try:
@@ -101,9 +104,24 @@ def max_json_text_depth(limit: int) -> AfterValidator:
         except RecursionError:
             raise ValueError(f"is nested too deeply (at most {limit} levels)") from None
         except ValueError:
-            return text  # not JSON: the service reports where
+            return text
         if json_depth(parsed, limit) > limit:
             raise ValueError(f"is nested too deeply (at most {limit} levels)")
+        stack: list[Any] = [parsed]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                for key in node:
+                    _clean_text(key)
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+            elif isinstance(node, str):
+                _clean_text(node)
+            elif isinstance(node, float) and not math.isfinite(node):
+                raise ValueError("numbers must be finite")
+        if inspect is not None:
+            inspect(parsed)
         return text
 
     return AfterValidator(check)
@@ -113,7 +131,7 @@ SafeText = Annotated[str, AfterValidator(_clean_text)]
 RequiredText = Annotated[str, AfterValidator(_clean_text), AfterValidator(_not_blank)]
 ItemId = Annotated[int, Field(ge=1, le=MAX_ID)]
 # A free-form JSON object parameter (metadata, filter criteria...): bounded in depth, size and content.
-JsonObject = Annotated[dict[str, Any], AfterValidator(_bounded_json)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(bounded_json)]
 
 
 class StrictInput(BaseModel):

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memhub.services.common import JSON_MAX_DEPTH, JsonObject, SafeText, max_json_text_depth
+from memhub.services.common import JSON_MAX_DEPTH, JsonObject, SafeText, bounded_json, json_text
 
 Domain = Literal["global", "user", "project", "session"]
 DOMAINS: tuple[Domain, ...] = ("global", "user", "project", "session")
@@ -50,6 +50,19 @@ class Output(BaseModel):
 
 
 # -- inputs -----------------------------------------------------------------------------------
+
+
+def _check_import_records(document: Any) -> None:
+    """Each imported memory's metadata obeys what `metadata` obeys in `memory(store)`."""
+    records = document.get("memories") if isinstance(document, dict) else document
+    if not isinstance(records, list):
+        return
+    for number, record in enumerate(records, 1):
+        if isinstance(record, dict) and isinstance(record.get("metadata"), dict):
+            try:
+                bounded_json(record["metadata"])
+            except ValueError as exc:
+                raise ValueError(f"memory {number}: metadata {exc}") from None
 
 
 class MemoryInput(Input):
@@ -95,7 +108,8 @@ class ManageInput(Input):
     session_id: Short | None = None
     export_format: Literal["json", "csv", "markdown"] = "json"
     import_data: (
-        Annotated[SafeText, Field(max_length=IMPORT_CHARS), max_json_text_depth(IMPORT_DEPTH)] | None
+        Annotated[SafeText, Field(max_length=IMPORT_CHARS), json_text(IMPORT_DEPTH, _check_import_records)]
+        | None
     ) = Field(None, description="A memhub JSON export (import).")
     cleanup_before: Short | None = Field(
         None, description="Delete session memories created before this ISO-8601 date-time (cleanup)."
