@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from mcp.shared.message import SessionMessage
 
-from memhub.mcp.stdio import MAX_LINE_BYTES, _decode, _find_id, _Line
+from memhub.mcp.stdio import MAX_LINE_BYTES, MAX_MESSAGE_DEPTH, _decode, _find_id, _Line
 from tests.helpers import counts
 from tests.mcp.raw import RawServer, call_line, tool_error
 
@@ -185,3 +186,19 @@ def test_decode_keeps_valid_messages_and_answers_the_rest() -> None:
     assert _decode(line(b"  \r\n"), 100) is None
     bad = _decode(line(b'{"jsonrpc":"2.0","id":1,"method":"ping"'), 100)
     assert bad is not None and json.loads(bad.model_dump_json())["error"]["code"] == -32700  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("slow", [False, True])
+def test_depth_limit_is_the_same_on_both_parsing_paths(slow: bool) -> None:
+    """The fast parser (pydantic) and the fallback (json, taken here because of the "NaN" text)
+    draw the line at the same depth, so a line's fate does not depend on which one read it."""
+    for depth, accepted in [(MAX_MESSAGE_DEPTH - 1, True), (MAX_MESSAGE_DEPTH, False)]:
+        params = b'{"a":' * depth + b"1" + b"}" * depth
+        data = b'{"jsonrpc":"2.0","id":1,"method":"x",%s"params":%s}' % (
+            b'"p":"NaN",' if slow else b"",
+            params,
+        )
+        decoded = _decode(_Line(data, len(data)), MAX_LINE_BYTES)
+        assert isinstance(decoded, SessionMessage) is accepted, (depth, decoded)
+        if not accepted:
+            assert decoded is not None and decoded.id == 1  # type: ignore[union-attr]

@@ -171,27 +171,35 @@ def _decode(line: _Line, limit: int) -> SessionMessage | types.JSONRPCError | No
         return None  # blank lines carry no message
     if b"NaN" not in line.data and b"Infinity" not in line.data:  # the fast parser accepts those
         try:
-            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line.data, by_name=False))
+            fast = types.jsonrpc_message_adapter.validate_json(line.data, by_name=False)
         except ValidationError:
             pass  # the fast path refused it: find out why, and keep what is still a request
+        else:  # the envelope is 1 level, params 1 more: the same limit as on the slow path
+            params = getattr(fast, "params", None)
+            if json_depth(params, MAX_MESSAGE_DEPTH) <= MAX_MESSAGE_DEPTH - 1:
+                return SessionMessage(fast)
+            return _too_deep(getattr(fast, "id", None))
     text = line.data.decode("utf-8", "surrogateescape")
     try:
         parsed = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        return _error(
-            _find_id(text), INVALID_REQUEST, f"message nested too deeply (at most {MAX_MESSAGE_DEPTH})"
-        )
+        return _too_deep(_find_id(text))
     except ValueError as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         return _error(None, PARSE_ERROR, f"parse error: {reason}")
     request_id = _id_of(parsed)
     if json_depth(parsed, MAX_MESSAGE_DEPTH) > MAX_MESSAGE_DEPTH:
-        return _error(request_id, INVALID_REQUEST, f"message nested too deeply (at most {MAX_MESSAGE_DEPTH})")
+        return _too_deep(request_id)
     try:
         message = types.jsonrpc_message_adapter.validate_python(parsed, by_name=False)
     except ValidationError:
         return _error(request_id, INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 message")
     return SessionMessage(message)
+
+
+def _too_deep(request_id: types.RequestId | None) -> types.JSONRPCError:
+    message = f"message nested too deeply (at most {MAX_MESSAGE_DEPTH} levels)"
+    return _error(request_id, INVALID_REQUEST, message)
 
 
 def _no_constant(name: str) -> Any:
