@@ -35,12 +35,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## fuzz: the long property-based run: 100,000 tool calls (schemas from tools/list) and 20,000 raw stdio lines (~15 min)
+## fuzz: the long property-based run: 100,000 tool calls (schemas from tools/list) and 20,000 raw stdio lines (~30-60 min)
 fuzz: $(STAMP)
 	MEMHUB_FUZZ_EXAMPLES=$${MEMHUB_FUZZ_EXAMPLES:-100000} MEMHUB_FUZZ_LINES=$${MEMHUB_FUZZ_LINES:-20000} \
 		$(BIN)/python -m pytest tests/fuzz -s
 
-## crash: SIGKILL a writing stdio server 50 times, then 4 stdio + 1 HTTP servers write one file for 60 s (~4 min)
+## crash: SIGKILL a writing stdio server 50 times, then 4 stdio + 1 HTTP servers write one file for 60 s (~5-9 min)
 crash: $(STAMP)
 	$(BIN)/python bench/crash.py --kills $${KILLS:-50} --duration $${DURATION:-60}
 
