@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 BUILD_TOOLS := pip==26.3 setuptools==80.9.0 wheel==0.45.1
 
-.PHONY: run test check check-clients lint typecheck bench bench-quality bench-smoke lock clean
+.PHONY: run test check check-clients lint typecheck bench bench-quality bench-smoke fuzz crash lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,15 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## fuzz: the long property-based run: 100,000 tool calls (schemas from tools/list) and 20,000 raw stdio lines (~30-60 min)
+fuzz: $(STAMP)
+	MEMHUB_FUZZ_EXAMPLES=$${MEMHUB_FUZZ_EXAMPLES:-100000} MEMHUB_FUZZ_LINES=$${MEMHUB_FUZZ_LINES:-20000} \
+		$(BIN)/python -m pytest tests/fuzz -s
+
+## crash: SIGKILL a writing stdio server 50 times, then 4 stdio + 1 HTTP servers write one file for 60 s (~5-9 min)
+crash: $(STAMP)
+	$(BIN)/python bench/crash.py --kills $${KILLS:-50} --duration $${DURATION:-60}
 
 ## bench: latency through the real MCP client over stdio at 1k/10k/100k, and cold start (not part of CI; ~25 min)
 bench: $(STAMP)

@@ -90,10 +90,9 @@ def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
 
 
 def test_raw_lone_surrogate_is_a_clear_error(tmp_path: Path) -> None:
-    """JSON may carry \\ud800 escapes (invalid unicode): the server survives, keeps serving and writes
-    nothing. (The SDK's stdio transport drops such a line without a reply: the tool never sees it;
-    a tool given invalid unicode by an in-process client answers INVALID_PARAMETER, see
-    test_discussion.py.)"""
+    """JSON may carry \\ud800 escapes (invalid unicode): the tool answers INVALID_PARAMETER (memhub's
+    own transport passes the line on, where the SDK's dropped it unanswered), the server keeps
+    serving and writes nothing."""
     params = stdio_params(tmp_path / "m.db")
     proc = subprocess.Popen(
         [params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=params.env
@@ -113,8 +112,9 @@ def test_raw_lone_surrogate_is_a_clear_error(tmp_path: Path) -> None:
         replies[reply["id"]] = reply
     proc.stdin.close()
     assert proc.wait(timeout=10) == 0
-    if 2 in replies:  # should a later SDK answer it, it must be an error
-        assert "error" in replies[2] or replies[2]["result"]["isError"] is True  # type: ignore[index]
+    failed = replies[2]["result"]
+    assert failed["isError"] and "structuredContent" not in failed  # type: ignore[index,operator]
+    assert json.loads(failed["content"][0]["text"])["error"]["code"] == "INVALID_PARAMETER"  # type: ignore[index]
     assert replies[3]["result"]["structuredContent"] == {"projects": []}  # type: ignore[index]
 
 

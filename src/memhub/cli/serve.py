@@ -13,7 +13,7 @@ import anyio
 from memhub import __version__
 from memhub.cli.container import Container
 from memhub.core.settings import Settings
-from memhub.mcp.server import run_stdio
+from memhub.mcp.stdio import serve_stdio
 from memhub.services.backups import DailyBackups
 
 
@@ -119,7 +119,7 @@ async def serve(container: Container) -> None:
                 tg.start_soon(server.serve)
             tg.start_soon(_announce_when_listening, servers, container)
         if "stdio" in settings.transports:
-            await run_stdio(container.server)
+            await serve_stdio(container.server)  # memhub's transport: every line is answered
             tg.cancel_scope.cancel()  # the stdio client owns this process: its EOF ends it
         else:
             await anyio.sleep_forever()

@@ -168,11 +168,3 @@ def _resource_handlers(
         "on_list_resource_templates": list_templates,
         "on_read_resource": read_resource,
     }
-
-
-async def run_stdio(server: Server[Any]) -> None:
-    """Serve one client over this process's stdin/stdout until it closes stdin."""
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -98,16 +98,35 @@ class ResourceSpec:
         return self.uri_template.removesuffix("{id}")
 
 
+_LENGTH_ERRORS = {"too_long", "too_short", "string_too_long", "string_too_short"}
+
+
+def _length_message(err: Any) -> str:
+    """`should have at most 200 characters (it has 201)`: text is measured in characters, lists in
+    items (pydantic says "items" for a constrained text type; only the input's type is looked at)."""
+    ctx = err.get("ctx") or {}
+    text = isinstance(err.get("input"), str)
+    bound = "at most" if "long" in err["type"] else "at least"
+    count = ctx.get("max_length" if bound == "at most" else "min_length")
+    if count is None:
+        return str(err["msg"])
+    unit = ("character" if text else "item") + ("" if count == 1 else "s")
+    actual = len(err["input"]) if text or isinstance(err.get("input"), list | dict) else None
+    return f"should have {bound} {count} {unit}" + (f" (it has {actual})" if actual is not None else "")
+
+
 def validation_message(exc: ValidationError) -> str:
     """`project_id: field required; limit: Input should be less than or equal to 30`.
 
     Built from locations and pydantic's messages only: the rejected values (which may be
-    secrets) are never echoed.
+    secrets) are never echoed (a length error looks at the input's type and length only).
     """
     parts = []
-    for err in exc.errors(include_url=False, include_input=False):
+    for err in exc.errors(include_url=False):
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        if err["type"] == "missing":
+        if err["type"] in _LENGTH_ERRORS:
+            parts.append(f"{where}: {_length_message(err)}")
+        elif err["type"] == "missing":
             parts.append(f"{where} is required")
         elif err["type"] == "extra_forbidden":
             parts.append(f"{where} is not a parameter of this tool")

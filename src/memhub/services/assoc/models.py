@@ -13,7 +13,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from memhub.services.common import SafeText, envelope_only, input_schema, open_output, optional_means_absent
+from memhub.services.common import (
+    JSON_MAX_DEPTH,
+    JsonObject,
+    SafeText,
+    bounded_json,
+    envelope_only,
+    input_schema,
+    json_text,
+    open_output,
+    optional_means_absent,
+)
 
 Domain = Literal["global", "user", "project", "session"]
 DOMAINS: tuple[Domain, ...] = ("global", "user", "project", "session")
@@ -25,6 +35,7 @@ MAX_LIMIT = 100
 MAX_TAGS = 32
 MAX_IDS = 1_000
 IMPORT_CHARS = 16_000_000
+IMPORT_DEPTH = 3 + JSON_MAX_DEPTH  # {"memories": [{"metadata": ...}]}
 
 Tag = Annotated[SafeText, Field(min_length=1, max_length=64)]
 # ids, names and dates: the length limit is enforced, not published (no real value gets near it)
@@ -54,9 +65,10 @@ def _envelope(schema: dict[str, Any]) -> None:
 
 
 class Input(BaseModel):
-    """Unknown properties are errors; numbers may be sent as JSON numbers (seed type `number`)."""
+    """Unknown properties are errors and types are strict: `true` is not 1.0, `"5"` is not 5 (an
+    integer is still a valid `number`; enums are their strings)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=input_schema)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=input_schema)
 
 
 class Output(BaseModel):
@@ -66,6 +78,19 @@ class Output(BaseModel):
 
 
 # -- inputs -----------------------------------------------------------------------------------
+
+
+def _check_import_records(document: Any) -> None:
+    """Each imported memory's metadata obeys what `metadata` obeys in `memory(store)`."""
+    records = document.get("memories") if isinstance(document, dict) else document
+    if not isinstance(records, list):
+        return
+    for number, record in enumerate(records, 1):
+        if isinstance(record, dict) and isinstance(record.get("metadata"), dict):
+            try:
+                bounded_json(record["metadata"])
+            except ValueError as exc:
+                raise ValueError(f"memory {number}: metadata {exc}") from None
 
 
 class MemoryInput(Input):
@@ -96,7 +121,9 @@ class MemoryInput(Input):
     related_memory_ids: Annotated[list[Short], Field(max_length=50)] | None = Field(
         None, description="Memory IDs to associate with it."
     )
-    metadata: dict[str, Any] | None = Field(None, description="Free-form JSON object.")
+    metadata: JsonObject | None = Field(
+        None, description=f"Free-form JSON object, at most {JSON_MAX_DEPTH} levels."
+    )
 
 
 class ManageInput(Input):
@@ -116,9 +143,10 @@ class ManageInput(Input):
     export_format: Literal["json", "csv", "markdown"] = Field(
         "json", description="json is lossless and re-importable."
     )
-    import_data: Annotated[SafeText, Field(max_length=IMPORT_CHARS)] | None = Field(
-        None, description="A memhub JSON export (import)."
-    )
+    import_data: (
+        Annotated[SafeText, Field(max_length=IMPORT_CHARS), json_text(IMPORT_DEPTH, _check_import_records)]
+        | None
+    ) = Field(None, description="A memhub JSON export (import).")
     cleanup_before: Short | None = Field(
         None, description="cleanup: delete session memories created before this ISO-8601 time."
     )
@@ -208,7 +236,7 @@ class VisualizeInput(Input):
 class MigrationConfig(Input):
     source_domain: Domain = Field(description="Move memories from this domain...")
     target_domain: Domain = Field(description="...to this one.")
-    filter_criteria: dict[str, Any] | None = Field(
+    filter_criteria: JsonObject | None = Field(
         None,
         description="Any of category, tags, project_id, owner, before, after; target_project_id.",
     )

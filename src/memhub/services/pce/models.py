@@ -46,8 +46,8 @@ def _at_most(limit: int) -> AfterValidator:
     return AfterValidator(check)
 
 
-DateTime = Annotated[str, AfterValidator(_date_time)]
-Uri = Annotated[str, AfterValidator(_uri)]
+DateTime = Annotated[SafeText, AfterValidator(_date_time)]
+Uri = Annotated[SafeText, AfterValidator(_uri)]
 Tag = Annotated[RequiredText, _at_most(100)]
 Short = Annotated[SafeText, Field(max_length=500)]
 
@@ -84,7 +84,7 @@ class Relation(StrictInput):
     dst_id: Annotated[RequiredText, Field(max_length=200)] = Field(description="Target entity id.")
     type: Annotated[RequiredText, Field(max_length=100)] = Field(description="Relation type.")
     props: dict[str, Any] | None = Field(None, description="Relation properties.")
-    evidence_claim_id: Annotated[str, Field(max_length=40)] | None = Field(
+    evidence_claim_id: Annotated[SafeText, Field(max_length=40)] | None = Field(
         None, description="Claim (clm_...) supporting it; default: this claim."
     )
 
@@ -97,7 +97,7 @@ class RetrievalInput(StrictInput):
     scope: Annotated[list[Scope], _at_most(3)] | None = Field(None, description=f"Scopes: {_SCOPES}.")
     allow: Annotated[list[Tag], _at_most(20)] | None = Field(None, description=_ALLOW)
     top_k: int = Field(10, ge=1, le=50, description="Claims per page.")
-    cursor: Annotated[str, _at_most(16_000)] | None = Field(None, description="next_cursor of a page.")
+    cursor: Annotated[SafeText, _at_most(16_000)] | None = Field(None, description="next_cursor of a page.")
     include_meta: bool = Field(False, description="Add score breakdown.")
 
 
@@ -142,7 +142,7 @@ class UpsertInput(StrictInput):
 
 
 class FeedbackInput(StrictInput):
-    claim_id: Annotated[str, _at_most(40)] = Field(description="Claim id (clm_...).")
+    claim_id: Annotated[SafeText, _at_most(40)] = Field(description="Claim id (clm_...).")
     signal: Signal = Field(description="How the claim fared.")
     score: float | None = Field(None, ge=-1.0, le=1.0, description="Strength in [-1, 1].")
 
@@ -157,10 +157,10 @@ class PolicyInput(StrictInput):
     yaml: Annotated[RequiredText, _at_most(120_000)] = Field(description="Policy YAML.")
     dry_run: bool = Field(False, description="Check all, store nothing.")
     validate_only: bool = Field(False, description="Check the YAML only, store nothing.")
-    expected_version: Annotated[str, _at_most(40)] | None = Field(
+    expected_version: Annotated[SafeText, _at_most(40)] | None = Field(
         None, description="Apply only over this version."
     )
-    signature: Annotated[str, _at_most(200)] | None = Field(None, description="HMAC-SHA256 hex.")
+    signature: Annotated[SafeText, _at_most(200)] | None = Field(None, description="HMAC-SHA256 hex.")
     approver: Annotated[SafeText, _at_most(200)] | None = Field(None, description="Who approved.")
 
 
