@@ -122,3 +122,22 @@ def test_jwt_only_mode_refuses_api_keys(tmp_path: Path, keys: dict[str, Any]) ->
             {"email": "g", "aud": "x", "exp": int(time.time()) + 60}, keys["ec"], algorithm="ES256"
         )
         assert _whoami(base, with_aud)[0] == 401  # no audience configured: a token naming one is refused
+
+
+def test_a_token_for_another_key_type_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """An RS256 key configured, a token claiming ES256 with an EC key: refused, not a 500."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    from memhub.auth.tokens import JwtVerifier
+
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = tmp_path / "rsa.pem"
+    public.write_bytes(
+        rsa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    token = jwt.encode(_claims(), ec.generate_private_key(ec.SECP256R1()), algorithm="ES256")
+    check = JwtVerifier(public_key_file=str(public)).verify(token)
+    assert check.subject is None and "invalid token" in check.reason

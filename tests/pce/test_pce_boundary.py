@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.pce.conftest import PROV, Pce
+from tests.pce.conftest import AT, PROV, Pce
 
 pytestmark = pytest.mark.anyio
 
@@ -181,3 +181,12 @@ async def test_claims_and_memories_stay_in_their_toolsets(pce: Pce) -> None:
     memories = await pce.alice.call_tool("memory", {"action": "search", "query": "quokka build cache"})
     text = json.dumps(memories.structured_content, ensure_ascii=False)
     assert "quokka memory" in text and "rotation policy" not in text
+
+
+async def test_provenance_shares_the_claims_boundary_class(pce: Pce) -> None:
+    leaky = {"at": AT, "actor": "sato@example.co.jp", "note": "call 090-1234-5678"}
+    err = await pce.err(
+        "pce.memory.upsert", text="The build uses uv", kind="fact", scope="project", boundary_class="public",
+        provenance=leaky,
+    )  # fmt: skip
+    assert err["code"] == "INVALID_BOUNDARY"

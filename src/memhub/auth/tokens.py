@@ -98,7 +98,7 @@ class JwtVerifier:
             return TokenCheck(None, "wrong issuer")
         except jwt.InvalidSignatureError:
             return TokenCheck(None, "bad signature")
-        except jwt.InvalidTokenError as exc:
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:  # a key of another type, say
             return TokenCheck(None, f"invalid token ({type(exc).__name__})")
         subject = claims.get(self.claim)
         if not isinstance(subject, str) or not subject.strip() or len(subject) > 200:

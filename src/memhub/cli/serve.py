@@ -6,6 +6,7 @@ from __future__ import annotations
 import ssl
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -81,7 +82,7 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
     app = build_http_app(
         container.server,
         listener.transports,
-        lambda: {"db": settings.db_url},
+        lambda: {"db": public_location(settings.db_url)},
         container.metrics,
         container.gauges,
         options=options,
@@ -123,3 +124,12 @@ async def serve(container: Container) -> None:
             tg.cancel_scope.cancel()  # the stdio client owns this process: its EOF ends it
         else:
             await anyio.sleep_forever()
+
+
+def public_location(url: str) -> str:
+    """What the unauthenticated /health may say about the store: a file's name (not where it
+    lives), a server URL without its credentials."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme == "sqlite":
+        return Path(rest if sep else url).name
+    return f"{scheme}://{rest.rpartition('@')[2].split('/', 1)[0]}"

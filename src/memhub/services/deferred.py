@@ -95,15 +95,19 @@ class DeferredWrites:
             tx.touch_access(dict(batch.touches))
 
     def flush(self) -> int:
-        """Append everything pending in one write transaction of its own (blocking)."""
+        """Append everything pending in one write transaction of its own (blocking). The batch
+        is taken once the writer lock is held, so a write that commits meanwhile cannot put
+        newer events before it."""
         if not len(self):
             return 0
-        batch = self.take()
+        batch: Batch | None = None
         try:
             with self.store.transaction(write=True) as tx:
+                batch = self.take()
                 self.write(tx, batch)
         except BaseException as exc:
-            self.requeue(batch)
+            if batch is not None:
+                self.requeue(batch)
             if isinstance(exc, MemhubError):
                 log.warning("deferred audit events not written yet: %s", exc.message)
                 return 0

@@ -48,7 +48,7 @@ async def health(runtime: Runtime) -> tuple[str, dict[str, Any]]:
 
     details: dict[str, Any] = {
         "database": "ok" if ok else "corrupt",
-        "schema_version": store.schema_version(),
+        "schema_version": await runtime.in_thread(store.schema_version),
         "embedder": embedding.id if embedding else None,
         "embedder_ready": embedding.ready if embedding else None,
         "embedder_queue": embedding.queue_depth if embedding else 0,

@@ -151,6 +151,9 @@ async def get(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         deferred.touch([row.id])
         seen = replace(row, access_count=row.access_count + deferred.pending_touches(row.id))
         links = tx.links_of([row.id], [ASSOCIATION])
+        ends = {x.dst if x.src == row.id else x.src for x in links}
+        readable = tx.visible_ids(access.viewer(tx, call.principal), sorted(ends), (MEMORY,), None)
+        links = [x for x in links if (x.dst if x.src == row.id else x.src) in readable]
         return m.MemoryOutput(
             action="get",
             memory=domains.to_memory(seen),

@@ -115,6 +115,17 @@ def _existing(tx: Tx, viewer: Viewer, where: Place, kind: str, key: str) -> Item
     return rows[0] if rows else None
 
 
+def _strings(value: object) -> list[str]:
+    """Every string inside a JSON-like value (provenance: actor, note, url, git fields)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
 def _check_boundary(text: str, declared: str) -> None:
     """INVALID_BOUNDARY when the text holds what its class does not cover (a secret in an
     internal claim, an e-mail address in a public one). Only the kinds found are named."""
@@ -188,7 +199,10 @@ async def upsert(call: Call, args: m.UpsertInput) -> m.UpsertResult:
     if args.content_hash is not None and args.content_hash != key:
         raise invalid("content_hash does not match the normalised text", expected=key)
     names = [f"{e.name} {e.canonical_key or ''}" for e in args.entities or []]
-    _check_boundary("\n".join([args.text, *names]), args.boundary_class)  # entities share its class
+    # entities and provenance are returned with the claim: they share its class
+    _check_boundary(
+        "\n".join([args.text, *names, *_strings(args.provenance.model_dump())]), args.boundary_class
+    )
     call.detail.update(boundary_class=args.boundary_class, scope=args.scope, kind=args.kind)
 
     def work(tx: Tx) -> tuple[str, str]:

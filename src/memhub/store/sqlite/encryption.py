@@ -37,6 +37,14 @@ def install(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
     conn.execute("PRAGMA secure_delete = ON")
     if row is not None:
         cipher.decrypt(row[0], "body")  # a wrong key fails here, at start-up, not on a read
+    plain_rows = conn.execute(f"SELECT 1 FROM items WHERE NOT {_ENCRYPTED} AND body != '' LIMIT 1").fetchone()
+    if plain_rows is not None:
+        # a key given to a store that holds plaintext: the old rows would stay readable in the
+        # file and fall out of keyword search (queries become blind tokens)
+        raise MemhubError(
+            ErrorKind.STORAGE,
+            "this store holds unencrypted items: encrypt them first with `memhub encryption rotate`",
+        )
 
 
 def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | None, now: str) -> int:

@@ -138,6 +138,10 @@ class PeopleMixin:
             raise not_found(f"project {project_id} not found")
         return project_from_row(row)
 
+    def project_item_count(self, project_id: int) -> int:
+        row = self.conn.execute("SELECT count(*) FROM items WHERE project_id = ?", (project_id,)).fetchone()
+        return int(row[0])
+
     def delete_project(self, project_id: int) -> None:
         """Deletes the project with its memberships and items (cascade)."""
         self.conn.execute("DELETE FROM projects WHERE id = ?", (project_id,))
