@@ -15,6 +15,7 @@ from memhub.services.assoc.ids import mem_id, parse_mem, parse_proj, parse_sessi
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
 MEMORY = "memory"
+VAULT_NOTE = "note"  # a section of a vault note (services/vault/index.py), found by semantic search
 
 
 @dataclass(frozen=True)
@@ -85,15 +86,23 @@ def modifiable_memory(tx: Tx, actor: Principal, memory_id: str) -> ItemRow:
 
 
 def to_memory(row: ItemRow, *, score: float | None = None, similarity: float | None = None) -> m.Memory:
+    """A memory as seed 003 shows it. A vault note section found by a semantic search is shown
+    the same way, with id `note_…`, category `vault` and its file and lines in `metadata`."""
+    note = row.kind == VAULT_NOTE
+    metadata = (
+        {"vault_path": row.attrs.get("path"), "lines": row.attrs.get("lines"), "title": row.title}
+        if note
+        else dict(row.attrs.get("metadata", {}))
+    )
     return m.Memory(
-        id=mem_id(row.id),
+        id=f"note_{row.id}" if note else mem_id(row.id),
         content=row.body,
         domain=row.scope,  # type: ignore[arg-type]
         tags=list(row.tags),
-        category=row.category,
+        category="vault" if note else row.category,
         importance=row.importance,
         access_count=row.access_count,
-        metadata=dict(row.attrs.get("metadata", {})),
+        metadata=metadata,
         user_id=row.owner if row.scope in (Scope.USER, Scope.SESSION) else None,
         project_id=proj_id(row.project_id) if row.project_id is not None else None,
         session_id=row.session_id,

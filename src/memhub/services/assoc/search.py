@@ -21,7 +21,7 @@ from memhub.core.text import term_coverage
 from memhub.services import access
 from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY
+from memhub.services.assoc.domains import MEMORY, VAULT_NOTE
 from memhub.services.assoc.ids import parse_mem, parse_proj
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
@@ -72,7 +72,7 @@ async def ranked(
     hits = await engine.search(
         viewer,
         query,
-        kinds=(MEMORY,),
+        kinds=tuple(where.kinds) or (MEMORY,),
         project_id=project_id,
         k_txt=CANDIDATES,
         k_vec=CANDIDATES,
@@ -216,10 +216,12 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
 async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
     where, in_domains, projects = _filters(args)
     if args.type in ("semantic", "advanced") and args.query is not None and args.query.strip():
+        # by meaning, the vault's notes (its owner's) are found too: one store, one search
+        with_notes = replace(where, kinds=(MEMORY, VAULT_NOTE)) if args.type == "semantic" else where
         memories, total = await ranked(
             call,
             args.query,
-            where,
+            with_notes,
             scope(in_domains, projects, None),
             args.limit,
             args.threshold,
