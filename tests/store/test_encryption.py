@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -105,3 +106,21 @@ async def test_rotation_to_a_new_key_and_from_plaintext(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     raw = _file_bytes(plain)
     assert not any(word.encode() in raw for word in SECRET_WORDS)  # old plaintext pages are gone too
+
+
+async def test_active_contexts_are_encrypted_too(tmp_path: Path) -> None:
+    """pce.memory.activate stores the claims it hands out: that copy is sealed like the items."""
+    container = build_container(make_settings(tmp_path, embedder="none", encryption_key=_key()))
+    try:
+        async with Client(container.server) as client:
+            provenance = {"at": "2025-01-31T12:00:00Z", "note": "from the marmalade runbook"}
+            for text in ("The quetzalcoatl deploy uses zirconium canaries", "a second claim"):
+                await ok(client, "pce.memory.upsert", text=text, kind="fact", scope="project",
+                         boundary_class="internal", provenance=provenance)  # fmt: skip
+            active = await ok(client, "pce.memory.activate", q="quetzalcoatl zirconium", scope=["project"])
+            assert "quetzalcoatl" in str(active["data"])  # its provenance is kept in the context
+    finally:
+        container.close()
+    with sqlite3.connect(tmp_path / "memhub.db") as conn:  # provenance (in attrs) is documented as plain
+        stored = [row[0] for row in conn.execute("SELECT body FROM pce_active_contexts")]
+    assert stored and not [body for body in stored if "marmalade" in body or "clm_" in body]

@@ -75,6 +75,8 @@ def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | N
             done += len(rows)
             last = rows[-1][0]
         SqliteTx(conn, now, cipher=new).reindex_text()
+        # active contexts are short-lived caches of claim text under the old key: drop them
+        conn.execute("DELETE FROM pce_active_contexts")
         conn.execute("INSERT INTO items_fts(items_fts) VALUES ('optimize')")  # drop the old segments
         conn.execute("COMMIT")
     except BaseException:

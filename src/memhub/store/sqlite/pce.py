@@ -6,6 +6,7 @@ import json
 import sqlite3
 
 from memhub.core.errors import conflict
+from memhub.store.crypto import ContentCipher
 from memhub.store.rows import ActiveContextRow, PolicyRow
 
 
@@ -25,6 +26,7 @@ def _policy(row: sqlite3.Row) -> PolicyRow:
 class PceMixin:
     conn: sqlite3.Connection
     now: str
+    cipher: ContentCipher | None  # an active context holds claim text: encrypted like items
 
     def insert_policy(self, row: PolicyRow) -> None:
         try:
@@ -72,13 +74,27 @@ class PceMixin:
         self.conn.execute("DELETE FROM pce_active_contexts WHERE expires_at < ?", (purge_before,))
         self.conn.execute(
             "INSERT INTO pce_active_contexts(id, owner, body, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-            (row.id, row.owner, json.dumps(row.body, ensure_ascii=False), row.created_at, row.expires_at),
+            (row.id, row.owner, self._seal_context(row.body), row.created_at, row.expires_at),
         )
+
+    def _seal_context(self, body: object) -> str:
+        text = json.dumps(body, ensure_ascii=False)
+        sealed = self.cipher.encrypt(text, "active_context") if self.cipher is not None else text
+        return sealed or ""
+
+    def _open_context(self, stored: str) -> str:
+        if self.cipher is None:
+            return stored
+        return self.cipher.decrypt(stored, "active_context") or ""
 
     def get_active_context(self, context_id: str) -> ActiveContextRow | None:
         row = self.conn.execute("SELECT * FROM pce_active_contexts WHERE id = ?", (context_id,)).fetchone()
         if row is None:
             return None
         return ActiveContextRow(
-            row["id"], row["owner"], json.loads(row["body"]), row["created_at"], row["expires_at"]
+            row["id"],
+            row["owner"],
+            json.loads(self._open_context(row["body"])),
+            row["created_at"],
+            row["expires_at"],
         )
