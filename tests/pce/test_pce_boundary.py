@@ -190,3 +190,15 @@ async def test_provenance_shares_the_claims_boundary_class(pce: Pce) -> None:
         provenance=leaky,
     )  # fmt: skip
     assert err["code"] == "INVALID_BOUNDARY"
+
+
+async def test_an_upsert_never_confirms_another_members_secret_claim(pce: Pce) -> None:
+    text = "The staging database password rotates on Fridays"
+    secret = await pce.claim(text, kind="fact", scope="project", boundary_class="secret")
+    await pce.share_with_bob()
+    guessed = await pce.b(
+        "pce.memory.upsert", text=text, kind="fact", scope="project", boundary_class="secret", provenance=PROV
+    )
+    assert guessed["id"] != secret  # bob gets a claim of his own, not alice's id or a DUPLICATE
+    again = await pce.claim(text, kind="fact", scope="project", boundary_class="secret")
+    assert again == secret  # alice's own repeat is still idempotent

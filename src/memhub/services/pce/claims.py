@@ -100,10 +100,13 @@ def place(tx: Tx, actor: Principal, scope: str) -> Place:
     return Place(STORE_SCOPES["principle"], None, None)
 
 
-def _existing(tx: Tx, viewer: Viewer, where: Place, kind: str, key: str) -> ItemRow | None:
+def _existing(
+    tx: Tx, viewer: Viewer, where: Place, kind: str, key: str, owner: str | None = None
+) -> ItemRow | None:
     rows = tx.query_items(
         viewer,
         ItemQuery(
+            owner=owner,
             kinds=(kind,),
             content_hash=key,
             scopes=(where.scope,),
@@ -208,7 +211,10 @@ async def upsert(call: Call, args: m.UpsertInput) -> m.UpsertResult:
     def work(tx: Tx) -> tuple[str, str]:
         policy = current(tx)
         where = place(tx, call.principal, args.scope)
-        existing = _existing(tx, all_classes(tx, call.principal), where, CLAIM, key)
+        # the caller's own claim in any class, else one the caller may read by default: another
+        # member's pii/secret claim is never confirmed (not even as DUPLICATE)
+        existing = _existing(tx, all_classes(tx, call.principal), where, CLAIM, key, owner=call.principal.id)
+        existing = existing or _existing(tx, access.viewer(tx, call.principal), where, CLAIM, key)
         if existing is not None:
             same = existing.category == args.kind and existing.boundary_class == args.boundary_class
             if not same:
