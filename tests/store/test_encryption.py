@@ -15,6 +15,7 @@ from mcp import Client
 
 from memhub.cli.container import build_container
 from memhub.core.errors import MemhubError
+from memhub.store.rows import NewItem
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
 
@@ -124,3 +125,24 @@ async def test_active_contexts_are_encrypted_too(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "memhub.db") as conn:  # provenance (in attrs) is documented as plain
         stored = [row[0] for row in conn.execute("SELECT body FROM pce_active_contexts")]
     assert stored and not [body for body in stored if "marmalade" in body or "clm_" in body]
+
+
+def test_a_backup_under_another_key_is_not_restorable(tmp_path: Path) -> None:
+    first = build_container(make_settings(tmp_path / "a", embedder="none", encryption_key=_key()))
+    plain = build_container(make_settings(tmp_path / "c", embedder="none"))
+    try:
+        with first.runtime.store.transaction(write=True) as tx:
+            tx.insert_item(NewItem(kind="memory", owner="alice", scope="user", body="quetzalcoatl"))
+        backup = tmp_path / "a.db"
+        first.runtime.store.backup_to(backup)  # type: ignore[attr-defined]
+        other = build_container(make_settings(tmp_path / "b", embedder="none", encryption_key=_key()))
+        try:
+            problems = other.runtime.store.verify_backup(backup)  # type: ignore[attr-defined]
+            assert problems and "key" in problems[0]
+        finally:
+            other.close()
+        assert "key" in plain.runtime.store.verify_backup(backup)[0]  # type: ignore[attr-defined]
+        assert first.runtime.store.verify_backup(backup) == []  # type: ignore[attr-defined]
+    finally:
+        first.close()
+        plain.close()

@@ -116,7 +116,8 @@ class Call:
         if self.progress is not None:
             anyio.from_thread.run(self.report, done, total, message)
 
-    def _check_deadline(self) -> None:
+    def check_deadline(self) -> None:
+        """TIMEOUT if the call is past its limit (before work that cannot be rolled back)."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise MemhubError(
                 ErrorKind.TIMEOUT, f"{self.tool} took longer than its limit; nothing was changed"
@@ -133,7 +134,7 @@ class Call:
             try:
                 with self.runtime.store.transaction(write=True) as tx:
                     result = fn(tx)
-                    self._check_deadline()  # past the limit: roll back rather than commit late
+                    self.check_deadline()  # past the limit: roll back rather than commit late
                     batch = deferred.take()
                     deferred.write(tx, batch)
                     tx.append_event(self.principal.id, self.tool, "ok", self.detail, at=self.at)
@@ -158,7 +159,7 @@ class Call:
                 return fn(tx)
 
         result = await self.runtime.in_thread(work)
-        self._check_deadline()
+        self.check_deadline()
         return result
 
     async def run(self, fn: Callable[[Tx], T]) -> T:

@@ -33,7 +33,13 @@ async def run(call: Call, work: Callable[[VaultState], T], *, writes: bool = Fal
     """`work(state)` on a worker thread, then the index sync and the audit event in one transaction.
     `writes`: the note `work` wrote (its `call.detail["path"]`) is indexed now, whatever the interval."""
     state = vault_state(call)
-    result = await call.runtime.in_thread(lambda: work(state))
+
+    def guarded(state: VaultState) -> T:
+        if writes:
+            call.check_deadline()  # a file write cannot be rolled back: not past the limit
+        return work(state)
+
+    result = await call.runtime.in_thread(lambda: guarded(state))
     written = call.detail.get("path") if writes else None
     force = {str(written)} if written else None
     if force:

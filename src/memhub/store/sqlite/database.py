@@ -21,7 +21,7 @@ from pathlib import Path
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.base import EventRow, VectorChange
-from memhub.store.crypto import ContentCipher
+from memhub.store.crypto import PREFIX, ContentCipher
 from memhub.store.sqlite import encryption
 from memhub.store.sqlite.tx import SqliteTx
 
@@ -274,11 +274,30 @@ class SqliteStore:
             version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
             if version > self.schema_version():
                 return [f"made by a newer memhub (schema {version} > {self.schema_version()})"]
-            return []
+            return self._readable_with_this_key(conn)
         except sqlite3.DatabaseError as exc:
             return [f"not a database: {exc}"]
         finally:
             conn.close()
+
+    def _readable_with_this_key(self, conn: sqlite3.Connection) -> list[str]:
+        """A backup's text must be readable after the restore: encrypted under a key this store
+        holds, or plaintext for a store without one."""
+        sealed = conn.execute(
+            "SELECT body FROM items WHERE substr(body, 1, ?) = ? LIMIT 1", (len(PREFIX), PREFIX)
+        ).fetchone()
+        if sealed is None:
+            plain = conn.execute("SELECT 1 FROM items WHERE body != '' LIMIT 1").fetchone()
+            if plain is not None and self.cipher is not None:
+                return ["the backup is not encrypted, this store is: restore it into a store without a key"]
+            return []
+        if self.cipher is None:
+            return ["the backup is encrypted: start memhub with its key to restore it"]
+        try:
+            self.cipher.decrypt(str(sealed[0]), "body")
+        except (MemhubError, ValueError):
+            return ["the backup is encrypted with a key this store does not hold"]
+        return []
 
     def close(self) -> None:
         with self._lock:
