@@ -191,3 +191,22 @@ async def test_project_scope_is_the_current_project(pce: Pce) -> None:
     assert (await pce.b("pce.memory.upsert", text="bob's principle", provenance=PROV, scope="principle"))[
         "id"
     ]
+
+
+async def test_a_cursor_cannot_be_moved_back_in_time(pce: Pce) -> None:
+    """The cursor is not signed: its `at` may be no older than an hour (and not in the future),
+    so a forged one cannot bring back claims whose TTL ran out long ago."""
+    from memhub.services.pce.retrieval import decode_cursor, encode_cursor
+
+    for n in range(4):
+        await pce.claim(f"cursor note {n}: rollouts go through the canary ring {n}")
+    await pce.settle()
+    first = await pce.a("pce.memory.search", query="rollouts canary ring", top_k=2)
+    body = decode_cursor(first["next_cursor"])
+    assert await pce.a(
+        "pce.memory.search", query="rollouts canary ring", top_k=2, cursor=first["next_cursor"]
+    )
+    for at in ("2020-01-01T00:00:00.000000Z", "2999-01-01T00:00:00.000000Z"):
+        forged = encode_cursor({**body, "at": at})
+        err = await pce.err("pce.memory.search", query="rollouts canary ring", top_k=2, cursor=forged)
+        assert err["code"] == "VALIDATION_ERROR" and "expired" in err["message"]

@@ -14,8 +14,10 @@ import binascii
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
+from memhub.core.clock import parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.hashing import sha256_hex
 from memhub.core.models import Viewer
@@ -224,6 +226,9 @@ def _reason(scores: m.Scoring) -> str:
 # -- cursors ------------------------------------------------------------------------------------
 
 
+CURSOR_LIFETIME = timedelta(hours=1)  # a cursor's `at` may not be older (nor in the future)
+
+
 def encode_cursor(body: dict[str, Any]) -> str:
     raw = json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -290,8 +295,11 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResult:
             raise invalid("cursor belongs to another query (same query, scope and allow are needed)")
         try:
             as_of, returned = body["at"], _unpack(body["r"])
+            age = parse_iso(call.runtime.now()) - parse_iso(as_of)
         except ValueError:
             raise invalid("cursor is not a next_cursor this server gave") from None
+        if not timedelta(0) <= age <= CURSOR_LIFETIME:  # the cursor is not signed: bound what it can ask
+            raise invalid("cursor has expired (a page cursor lives one hour): search again")
     ranked = await rank(call, args.query, args.scope, args.allow, as_of)
     done = set(returned)
     # claims written after the first page wait for a new search
