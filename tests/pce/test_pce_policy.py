@@ -111,18 +111,34 @@ async def test_signed_policies_required_when_a_key_is_set(pce: Pce, pce_settings
     unsigned = await pce.err("pce.memory.policy.apply", yaml=SEED_26)
     assert unsigned["code"] == "UNAUTHORIZED"
     forged = await pce.err(
-        "pce.memory.policy.apply", yaml=SEED_26, approver="carol", signature=sign("x", "carol", SEED_26)
+        "pce.memory.policy.apply",
+        yaml=SEED_26,
+        approver="carol",
+        signature=sign("x", "carol", SEED_26, "0.0.0"),
     )
     assert forged["code"] == "UNAUTHORIZED" and "does not verify" in forged["message"]
     other = await pce.err(
-        "pce.memory.policy.apply", yaml=SEED_26, approver="mallory", signature=sign("k3y", "carol", SEED_26)
+        "pce.memory.policy.apply",
+        yaml=SEED_26,
+        approver="mallory",
+        signature=sign("k3y", "carol", SEED_26, "0.0.0"),
     )
     assert other["code"] == "UNAUTHORIZED"
     assert await pce.container.runtime.in_thread(lambda: _history(pce)) == []
     ok = await pce.a(
-        "pce.memory.policy.apply", yaml=SEED_26, approver="carol", signature=sign("k3y", "carol", SEED_26)
+        "pce.memory.policy.apply",
+        yaml=SEED_26,
+        approver="carol",
+        signature=sign("k3y", "carol", SEED_26, "0.0.0"),
     )
     assert ok == {"version": "0.1.0"}
+    replayed = await pce.err(  # the same signed policy again, over the version it put in force
+        "pce.memory.policy.apply",
+        yaml=SEED_26,
+        approver="carol",
+        signature=sign("k3y", "carol", SEED_26, "0.0.0"),
+    )
+    assert replayed["code"] == "UNAUTHORIZED"
 
 
 @pytest.mark.parametrize("pce_settings", [{"pce_require_policy": True}])

@@ -28,7 +28,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     policy.add_argument("--validate-only", action="store_true", help="check the YAML only")
     policy.add_argument("--expected-version", help="apply only over this version")
     policy.add_argument("--approver", help="who approved it (required when signing is on)")
-    policy.add_argument("--signature", help="hex HMAC-SHA256 of approver + newline + yaml")
+    policy.add_argument(
+        "--signature",
+        help="hex HMAC-SHA256 of approver, the version in force and the yaml (newline-separated)",
+    )
 
 
 async def run(container: Container, args: argparse.Namespace) -> int:
@@ -43,7 +46,7 @@ async def run(container: Container, args: argparse.Namespace) -> int:
         key = runtime.config.pce_policy_hmac_key
         if not key or not args.approver:
             raise invalid("policy sign needs MEMHUB_PCE_POLICY_HMAC_KEY and --approver")
-        print(policies.sign(key, args.approver, text))
+        print(policies.sign(key, args.approver, text, await policies.version_in_force(runtime)))
         return 0
     request = m.PolicyInput.model_validate(
         {

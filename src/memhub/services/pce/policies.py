@@ -3,7 +3,8 @@
 The current policy is the latest applied version; with none applied the built-in default
 policy (memhub.policy.model.DEFAULT_YAML) is in force, never "allow all". Applying needs the
 global admin role. When the server has a policy HMAC key, every apply must carry `approver`
-and `signature` = hex HMAC-SHA256(key, approver + "\\n" + yaml); anything else changes
+and `signature` = hex HMAC-SHA256(key, approver + "\\n" + the version in force + "\\n" + yaml);
+anything else changes
 nothing. `validate_only` checks the YAML alone; `dry_run` runs every check (role,
 signature, expected_version) and stores nothing.
 """
@@ -31,13 +32,15 @@ def current(tx: Tx) -> Policy:
     return Policy(row.version, PolicyDoc.model_validate(row.doc))
 
 
-def sign(key: str, approver: str, yaml_text: str) -> str:
-    """The signature a signed policy carries (what `memhub` expects with this key)."""
-    message = f"{approver}\n{yaml_text}".encode()
+def sign(key: str, approver: str, yaml_text: str, base: str) -> str:
+    """The signature a signed policy carries: it covers the version it replaces (`base`, the
+    policy in force when it is applied), so a signed policy cannot be replayed later to roll a
+    newer one back."""
+    message = f"{approver}\n{base}\n{yaml_text}".encode()
     return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
 
 
-def _verify(key: str, args: m.PolicyInput) -> bool:
+def _verify(key: str, args: m.PolicyInput, base: str) -> bool:
     """True when the policy is signed with the server's key; raises when a key is configured
     and the signature is missing or wrong. Without a key nothing is verified."""
     if not key:
@@ -48,7 +51,7 @@ def _verify(key: str, args: m.PolicyInput) -> bool:
             "UNAUTHORIZED",
             "this server accepts signed policies only: pass approver and signature",
         )
-    expected = sign(key, args.approver, args.yaml)
+    expected = sign(key, args.approver, args.yaml, base)
     if not hmac.compare_digest(expected, args.signature.strip().lower().removeprefix("hmac-sha256:")):
         raise pce_error(ErrorKind.FORBIDDEN, "UNAUTHORIZED", "the policy signature does not verify")
     return True
@@ -67,7 +70,7 @@ async def apply(call: Call, args: m.PolicyInput) -> m.PolicyResult:
             return version, now.version
         if not access.is_admin(tx, call.principal):
             raise pce_error(ErrorKind.FORBIDDEN, "UNAUTHORIZED", "only an admin may apply a policy")
-        signed = _verify(key, args)
+        signed = _verify(key, args, now.version)
         if args.expected_version is not None and args.expected_version != now.version:
             raise conflict(
                 f"the policy in force is {now.version}, not {args.expected_version}",
@@ -100,6 +103,16 @@ async def apply(call: Call, args: m.PolicyInput) -> m.PolicyResult:
         request_id=call.request_id,
         trace_id=call.trace_id,
     )
+
+
+async def version_in_force(runtime: Runtime) -> str:
+    """The version a signature must name as its base (the built-in default's when none applied)."""
+
+    def work() -> str:
+        with runtime.store.transaction(write=False) as tx:
+            return current(tx).version
+
+    return await runtime.in_thread(work)
 
 
 async def read_resource(runtime: Runtime, caller: Principal, version: str) -> str:
