@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -199,6 +200,8 @@ def test_a_store_encrypted_by_an_older_memhub_is_sealed_at_start(tmp_path: Path)
         )
         old.execute("INSERT INTO item_tags(tag, item_id) VALUES (?, 1)", (MARK["memory_tag"],))
     old.close()
+    legacy = tmp_path / "legacy-backup.db"
+    shutil.copyfile(path, legacy)
     store = SqliteStore(path, keys=[key])
     try:
         with store.transaction(write=False) as tx:
@@ -212,3 +215,12 @@ def test_a_store_encrypted_by_an_older_memhub_is_sealed_at_start(tmp_path: Path)
     finally:
         store.close()
     assert _leaks(b"".join(p.read_bytes() for p in tmp_path.glob("memhub.db*"))) == []
+
+    restored = SqliteStore(tmp_path / "other" / "memhub.db", keys=[key])  # a backup of that age
+    try:
+        assert restored.verify_backup(legacy) == []
+        restored.restore_from(legacy)
+        with restored.transaction(write=False) as tx:
+            assert tx.get_project_by_name(MARK["disc_project"]) is not None
+    finally:
+        restored.close()
