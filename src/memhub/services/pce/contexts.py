@@ -169,7 +169,7 @@ async def activate(call: Call, args: m.ActivateInput) -> m.ActivateResult:
 
     call.detail.update(active_context_id=context_id, claims=len(kept))
     data = await call.transact(work)
-    return _result(call, data)
+    return _result(call, data.model_copy(update={"note": ranked.note}))
 
 
 def _result(call: Call, data: m.ActivateData) -> m.ActivateResult:

@@ -42,6 +42,8 @@ from memhub.services.pce.policies import current
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
+PENDING_NOTE = "claims stored just now are still being embedded; search again in a moment"
+
 DEFAULT_ALLOW = ("answer:task",)
 MAX_ENTITIES = 21  # nodes of one claim's entity walk (the claim included)
 
@@ -61,6 +63,7 @@ class Ranking:
     allowed: frozenset[str]
     tags: tuple[str, ...]
     viewer: Viewer
+    note: str | None = None  # what the ranking may have missed (runtime.Call.catch_up)
 
 
 def check_tags(allow: list[str] | None) -> tuple[str, ...]:
@@ -125,7 +128,7 @@ async def rank(
     engine = call.runtime.search
     if engine is None:
         raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
-    await call.settled()
+    note = await call.catch_up(PENDING_NOTE)
     viewer, where = await call.read(
         lambda tx: (boundary_viewer(tx, call, allowed | review), _scope_query(tx, call, scopes))
     )
@@ -166,7 +169,7 @@ async def rank(
         "escalated_ids": withheld[:50],
         "policy_version": policy.version,
     }
-    return Ranking(policy, items, allowed, tags, viewer)
+    return Ranking(policy, items, allowed, tags, viewer, note)
 
 
 def scored_item(item: Ranked, include_meta: bool, entities: Sequence[m.Evidence] = ()) -> m.ScoredItem:
@@ -319,6 +322,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResult:
             next_cursor=cursor,
             has_more=bool(rest),
             policy_version=version,
+            note=ranked.note,
         ),
         policy_version=version,
         request_id=call.request_id,
