@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
         "none searches text only. Installed here: " + ", ".join(installed),
     )
     serve.add_argument("--auth", choices=["none", "apikey", "jwt"], help="HTTP authentication (default none)")
+    serve.add_argument(
+        "--trusted-proxies",
+        dest="trusted_proxies",
+        help="comma list of proxy addresses whose X-Forwarded-For is believed (default: none)",
+    )
 
     apikey = commands.add_parser("apikey", help="manage API keys for HTTP clients")
     apikey.add_argument("action", choices=["create", "revoke", "list"])
@@ -99,6 +104,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "tls_key",
             "allowed_hosts",
             "allowed_origins",
+            "trusted_proxies",
         )
     }
     for name in ("home", "db", "vault", "user", "project", "config"):
