@@ -19,9 +19,10 @@ MARKER = "zq-secret-marker-4711"
 
 async def test_debug_logging_keeps_stored_text_out_of_stderr(tmp_path: Path) -> None:
     log = tmp_path / "stderr.log"
-    with log.open("wb") as stderr, http_server(
-        tmp_path / "m.db", env={"MEMHUB_LOG_LEVEL": "DEBUG"}, stderr=stderr
-    ) as base:
+    with (
+        log.open("wb") as stderr,
+        http_server(tmp_path / "m.db", env={"MEMHUB_LOG_LEVEL": "DEBUG"}, stderr=stderr) as base,
+    ):
         async with Client(f"{base}/mcp") as client:
             await ok(client, "memory", action="store", content=f"http {MARKER}", domain="user")
             found = await ok(client, "memory", action="search", query=MARKER)
