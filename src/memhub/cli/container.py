@@ -95,7 +95,11 @@ class Container:
                 claim=settings.jwt_claim,
             )
         return Authenticator(
-            self.runtime.store, settings.project, api_keys=settings.auth == "apikey", verifier=verifier
+            self.runtime.store,
+            settings.project,
+            api_keys=settings.auth == "apikey",
+            verifier=verifier,
+            local_user=settings.user,
         )
 
     def guard_policy(self) -> GuardPolicy:
