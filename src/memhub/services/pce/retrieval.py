@@ -4,7 +4,10 @@ Before anything is searched, the caller's `allow` tags are checked against the p
 boundary classes: the search's viewer (the store's one visibility filter) holds only the
 classes those tags may receive, plus the classes whose escalation is `human_review` (their
 claims are then withheld and the escalation recorded). `secret` is never in it. Results are
-the shared hybrid engine's (policy `retrieval.hybrid`), reranked by `g` (ranking.py).
+the shared hybrid engine's (policy `retrieval.hybrid`), reranked by `g` (ranking.py). A
+candidate whose combined relevance is 0 (no text match and no positive cosine, e.g. every
+claim the vector side lists for an unrelated query) is not retrieved: not by search, not into
+an active context.
 """
 
 from __future__ import annotations
@@ -141,6 +144,9 @@ async def rank(
     items: list[Ranked] = []
     withheld: list[str] = []
     for row in rows:
+        part = parts[row.id]
+        if part.combined <= 0:
+            continue  # matched neither the text nor the vector side: no relevance, not retrieved
         pce_scope = row.attrs.get("pce_scope", "principle")
         age = age_days(as_of, row.created_at)
         if age * 86400 > ttl_seconds(doc.scope(pce_scope).ttl):
@@ -148,7 +154,6 @@ async def rank(
         if row.boundary_class not in allowed:
             withheld.append(clm(row.id))
             continue
-        part = parts[row.id]
         rec = ranking.recency(age, rerank.half_life(row.category or "fact"))
         q = ranking.quality_factor(row.quality, rerank.use_quality)
         g = q * rec
