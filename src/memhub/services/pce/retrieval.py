@@ -25,7 +25,7 @@ from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.hashing import sha256_hex
 from memhub.core.models import Viewer
 from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
-from memhub.policy.redact import redact
+from memhub.policy.redact import PII_KINDS, SECRET_KINDS, redact
 from memhub.search.engine import MAX_K
 from memhub.services import access, graph
 from memhub.services.pce import models as m
@@ -92,8 +92,14 @@ async def policy_in_force(call: Call) -> Policy:
 
 
 def shown_text(policy: Policy, row: ItemRow) -> str:
-    rule = policy.doc.boundary(row.boundary_class)
-    return redact(row.body, rule.redact)[0] if rule.redact else row.body
+    """A claim's text as it may be shown: every secret masked, its class's `redact` kinds
+    masked, and any e-mail address or phone number in a public or internal claim (one stored
+    before the detectors found it: upsert refuses such a claim today). Search and activate
+    results also pass the toolset's output filter; the active-context resource does not."""
+    kinds: set[str] = {*SECRET_KINDS, *policy.doc.boundary(row.boundary_class).redact}
+    if row.boundary_class in ("public", "internal"):
+        kinds.update(PII_KINDS)
+    return redact(row.body, kinds)[0]
 
 
 def boundary_viewer(tx: Tx, call: Call, classes: frozenset[str]) -> Viewer:
