@@ -4,7 +4,10 @@ Before anything is searched, the caller's `allow` tags are checked against the p
 boundary classes: the search's viewer (the store's one visibility filter) holds only the
 classes those tags may receive, plus the classes whose escalation is `human_review` (their
 claims are then withheld and the escalation recorded). `secret` is never in it. Results are
-the shared hybrid engine's (policy `retrieval.hybrid`), reranked by `g` (ranking.py).
+the shared hybrid engine's (policy `retrieval.hybrid`), reranked by `g` (ranking.py). A
+candidate whose combined relevance is 0 (no text match and no positive cosine, e.g. every
+claim the vector side lists for an unrelated query) is not retrieved: not by search, not into
+an active context.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.hashing import sha256_hex
 from memhub.core.models import Viewer
 from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
-from memhub.policy.redact import redact
+from memhub.policy.redact import PII_KINDS, SECRET_KINDS, redact
 from memhub.search.engine import MAX_K
 from memhub.services import access, graph
 from memhub.services.pce import models as m
@@ -92,8 +95,14 @@ async def policy_in_force(call: Call) -> Policy:
 
 
 def shown_text(policy: Policy, row: ItemRow) -> str:
-    rule = policy.doc.boundary(row.boundary_class)
-    return redact(row.body, rule.redact)[0] if rule.redact else row.body
+    """A claim's text as it may be shown: every secret masked, its class's `redact` kinds
+    masked, and any e-mail address or phone number in a public or internal claim (one stored
+    before the detectors found it: upsert refuses such a claim today). Search and activate
+    results also pass the toolset's output filter; the active-context resource does not."""
+    kinds: set[str] = {*SECRET_KINDS, *policy.doc.boundary(row.boundary_class).redact}
+    if row.boundary_class in ("public", "internal"):
+        kinds.update(PII_KINDS)
+    return redact(row.body, kinds)[0]
 
 
 def boundary_viewer(tx: Tx, call: Call, classes: frozenset[str]) -> Viewer:
@@ -144,6 +153,9 @@ async def rank(
     items: list[Ranked] = []
     withheld: list[str] = []
     for row in rows:
+        part = parts[row.id]
+        if part.combined <= 0:
+            continue  # matched neither the text nor the vector side: no relevance, not retrieved
         pce_scope = row.attrs.get("pce_scope", "principle")
         age = age_days(as_of, row.created_at)
         if age * 86400 > ttl_seconds(doc.scope(pce_scope).ttl):
@@ -151,7 +163,6 @@ async def rank(
         if row.boundary_class not in allowed:
             withheld.append(clm(row.id))
             continue
-        part = parts[row.id]
         rec = ranking.recency(age, rerank.half_life(row.category or "fact"))
         q = ranking.quality_factor(row.quality, rerank.use_quality)
         g = q * rec
