@@ -82,3 +82,13 @@ def test_only_the_sqlite_backend_imports_sqlite3() -> None:
             if any(name == "sqlite3" or name.startswith("sqlite3.") for name in names):
                 offenders.append(str(path.relative_to(SRC)))
     assert not offenders, offenders
+
+
+def test_the_visibility_filter_is_written_once() -> None:
+    """One SQL layer decides what a read may return (store/sql/visibility.py), for every backend."""
+    holders = [
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if "scope = 'global'" in p.read_text(encoding="utf-8")
+    ]
+    assert holders == ["store/sql/visibility.py"], holders

@@ -10,10 +10,9 @@ from typing import Any
 from memhub.core.errors import not_found
 from memhub.core.models import ProjectRole
 from memhub.store.base import MemberRow, PrincipalRow, ProjectRow, SessionRow
+from memhub.store.sql import SQLITE
 
-
-def placeholders(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
+placeholders = SQLITE.placeholders  # "?, ?, …" for as many values
 
 
 def project_from_row(row: sqlite3.Row) -> ProjectRow:
