@@ -92,3 +92,16 @@ def test_the_visibility_filter_is_written_once() -> None:
         if "scope = 'global'" in p.read_text(encoding="utf-8")
     ]
     assert holders == ["store/sql/visibility.py"], holders
+
+
+def test_search_depends_on_the_vector_search_protocol() -> None:
+    """Only the factory (search/vector_search.py) names the numpy index; the engine, the backfill
+    and the services speak `VectorSearch`, so a pgvector adapter can take its place."""
+    offenders = []
+    for path in [*SRC.joinpath("search").glob("*.py"), *SRC.joinpath("services").rglob("*.py")]:
+        if path.name in ("vectors.py", "vector_search.py", "__init__.py"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if "memhub.search.vectors" in text or "VectorIndex" in text:
+            offenders.append(str(path.relative_to(SRC)))
+    assert not offenders, offenders

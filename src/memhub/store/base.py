@@ -278,6 +278,7 @@ class Store(Protocol):
     """A database: hands out transactions and the change feeds the in-process indexes follow."""
 
     location: str
+    backend: str  # "sqlite", ...: picks the implementations that suit it (vector search)
 
     def transaction(self, *, write: bool) -> AbstractContextManager[Tx]:
         """A read transaction sees one snapshot and never waits for writers; a write

@@ -61,6 +61,8 @@ def _statements(script: str) -> Iterator[str]:
 
 
 class SqliteStore:
+    backend = "sqlite"
+
     def __init__(self, path: str | Path, *, clock: Clock | None = None, keys: Sequence[bytes] = ()) -> None:
         """`keys`: content encryption (store/crypto.py); the first encrypts, all decrypt."""
         self.path = Path(path)
