@@ -105,3 +105,24 @@ def test_search_depends_on_the_vector_search_protocol() -> None:
         if "memhub.search.vectors" in text or "VectorIndex" in text:
             offenders.append(str(path.relative_to(SRC)))
     assert not offenders, offenders
+
+
+def test_only_the_store_tests_open_a_database_driver() -> None:
+    """Every other test reaches its store through the `backend` fixture (tests/store/backends.py),
+    so the whole suite can run on another backend."""
+    tests = SRC.parents[1] / "tests"
+    offenders = []
+    for path in tests.rglob("*.py"):
+        if tests / "store" in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(name.split(".")[0] in ("sqlite3", "psycopg") for name in names):
+                offenders.append(str(path.relative_to(tests)))
+    assert not offenders, offenders
