@@ -73,10 +73,14 @@ async def reads(client: Any, project: int, memories: list[str], calls: int) -> d
     return {name: summary(values) for name, values in samples.items()}
 
 
-async def writer(db: Path, project: int, topic: int, stop: anyio.Event, done: list[int]) -> None:
+async def writer(
+    db: Path, project: int, topic: int, stop: anyio.Event, done: list[int], writing: list[int]
+) -> None:
     async with memhub_server(db, env=SERVER_ENV) as (client, _):
         i = 0
         while not stop.is_set():
+            if i == 1:
+                writing.append(1)  # this writer's server is up and has written
             if i % 2:
                 await _call(client, "add-log", topic_id=topic, content=f"concurrent log {i}")
             else:
@@ -140,10 +144,13 @@ async def main() -> None:
             quiet = await reads(reader, project, memories, args.calls)
             stop = anyio.Event()
             done: list[int] = []
+            writing: list[int] = []
             async with anyio.create_task_group() as tasks:
                 for _ in range(args.writers):
-                    tasks.start_soon(writer, db, project, topic, stop, done)
-                await anyio.sleep(2.0)  # the writers' servers start (bounded warm-up, not a sync)
+                    tasks.start_soon(writer, db, project, topic, stop, done, writing)
+                with anyio.fail_after(args.seconds):  # until every writer's server is writing
+                    while len(writing) < args.writers:
+                        await anyio.sleep(0.05)
                 with anyio.fail_after(args.seconds):
                     busy = await reads(reader, project, memories, args.calls)
                 stop.set()
