@@ -10,6 +10,7 @@ import numpy.typing as npt
 import pytest
 
 from memhub.core.models import Viewer
+from memhub.search.vector_search import VectorSearch, vector_search_for
 from memhub.search.vectors import VectorIndex
 from memhub.store.base import Store, VectorChange
 from memhub.store.open import open_store
@@ -276,3 +277,8 @@ def test_timing_noop_refresh_on_sqlite(
             f"\nVectorIndex on SQLite (5k x 384): initial load {load_ms:.0f} ms,"
             f" no-op refresh {noop_ms:.3f} ms, refresh after one put {one_ms:.3f} ms"
         )
+
+
+def test_the_factory_gives_the_numpy_index_for_sqlite(store: Store) -> None:
+    index = vector_search_for(store, EMB, DIM)
+    assert isinstance(index, VectorSearch) and index.embedder_id == EMB and index.size() == 0
