@@ -15,6 +15,7 @@ from mcp import Client
 from tests.conftest import make_settings
 from tests.helpers import ok
 from tests.mcp.conftest import backfill_running
+from tests.store.backends import Backend
 
 from memhub.cli.container import build_container
 from memhub.search.embedders.base import Matrix
@@ -35,8 +36,9 @@ class CountingEmbedder(HashingEmbedder):
         return super().embed_queries(texts)
 
 
-async def test_every_toolset_embeds_a_repeated_query_once(tmp_path: Path) -> None:
-    container = build_container(make_settings(tmp_path, embedder="hash", toolsets=("assoc", "decisions", "pce")))
+async def test_every_toolset_embeds_a_repeated_query_once(tmp_path: Path, backend: Backend) -> None:
+    settings = make_settings(tmp_path, backend, embedder="hash", toolsets=("assoc", "decisions", "pce"))
+    container = build_container(settings)
     embedding = container.runtime.embedding
     assert embedding is not None
     counting = embedding.embedder = CountingEmbedder()
