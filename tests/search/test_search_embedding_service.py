@@ -239,7 +239,7 @@ class HeldEmbedder(SlowEmbedder):
 @pytest.mark.anyio
 async def test_a_query_never_waits_for_the_indexers_batch() -> None:
     main, indexer = SlowEmbedder(), HeldEmbedder()
-    service = EmbeddingService(main, make_indexer=lambda: indexer, batch_size=8)
+    service = EmbeddingService(main, make_indexer=lambda: indexer, batch_size=8, borrow_seconds=0.0)
     texts = [f"backlog text {i}" for i in range(40)]
     result: list[Matrix] = []
 
@@ -257,7 +257,7 @@ async def test_a_query_never_waits_for_the_indexers_batch() -> None:
             indexer.release.set()
     assert np.array_equal(result[0], HashingEmbedder(dim=32).embed_passages(texts))  # rows in order
     borrowed = [texts for kind, texts in main.calls if kind == "passage"]
-    assert borrowed and all(len(chunk) == 1 for chunk in borrowed)  # the query model helped, one at a time
+    assert borrowed and all(len(chunk) == 1 for chunk in borrowed)  # the query model helped, in short jobs
     assert sum(len(chunk) for _, chunk in indexer.calls) + len(borrowed) == len(texts)
 
 
@@ -298,3 +298,16 @@ async def test_a_small_call_shares_the_query_model_and_an_idle_indexer_is_droppe
     assert len(made) == 1 and service.indexer is made[0]
     assert service.trim() and service.indexer is None  # idle: its memory is given back
     assert not service.trim()
+
+
+@pytest.mark.anyio
+async def test_a_fast_model_indexes_on_its_own_thread_only() -> None:
+    """A model faster than `borrow_min_item_s` a passage is not helped by the query model (in
+    numpy it holds the GIL for much of its work: a second thread contends rather than helps)."""
+    main = SlowEmbedder()
+    service = EmbeddingService(main, make_indexer=SlowEmbedder, index_min=2, borrow_min_item_s=0.5)
+    texts = [f"text {i}" for i in range(40)]
+    await service.embed_passages(texts)  # the first backlog measures the indexer's speed
+    main.calls.clear()
+    assert np.array_equal(await service.embed_passages(texts), HashingEmbedder(dim=32).embed_passages(texts))
+    assert main.calls == []

@@ -8,8 +8,11 @@ embedded in small chunks, so a query waits for at most one chunk of a long backf
 A backlog (a call with `index_min` passages or more) is embedded by a second instance of the
 model, the indexer, on its own thread, in batches of `batch_size`, so a search never waits
 for indexing work: the query instance keeps its gate and its core. While no query is waiting
-the backlog also borrows the query instance, one small chunk at a time (`borrow_chunk`), so
-both cores index; a query arriving then waits for that one chunk at most. The indexer is made
+the backlog also borrows the query instance, one small chunk at a time (as many passages as
+take about `borrow_seconds`, measured), so both cores index; a query arriving then waits for
+that one chunk at most. Only for a model slower than `borrow_min_item_s` a passage: a fast one
+(USE, ~2 ms a passage in numpy) holds the GIL for much of its work, and a second thread
+slowed it down in bench/indexing.py rather than helping. The indexer is made
 (by `make_indexer`, from the composition root) when a backlog first needs it and dropped by
 `trim` once unused for `index_idle_s`, so a server without a backlog holds one model only.
 
@@ -100,14 +103,17 @@ class EmbeddingService:
         make_indexer: Callable[[], Embedder] | None = None,
         chunk_size: int = 4,
         chunk_chars: int = 2000,
-        batch_size: int = 16,
-        borrow_chunk: int = 1,
+        batch_size: int = 32,
+        borrow_seconds: float = 0.015,
+        borrow_min_item_s: float = 0.01,
         index_min: int = 16,
         index_idle_s: float = 60.0,
         query_cache: int = 512,
     ) -> None:
-        if min(chunk_size, chunk_chars, batch_size, borrow_chunk, index_min) < 1 or query_cache < 0:
-            raise ValueError("chunk and batch sizes must be at least 1, query_cache at least 0")
+        if min(chunk_size, chunk_chars, batch_size, index_min) < 1 or query_cache < 0 or borrow_seconds < 0:
+            raise ValueError(
+                "chunk and batch sizes must be at least 1, query_cache and borrow_seconds at least 0"
+            )
         self.embedder = embedder
         self.make_indexer = make_indexer  # a second instance of the model, for backlogs
         self.indexer: Embedder | None = None  # made when a backlog needs it, dropped by `trim`
@@ -117,7 +123,10 @@ class EmbeddingService:
         self.chunk_size = chunk_size  # at most this many passages per inference job...
         self.chunk_chars = chunk_chars  # ...and about this many characters (a query waits one job at most)
         self.batch_size = batch_size  # passages per job of the indexer's own thread
-        self.borrow_chunk = borrow_chunk  # passages per job borrowed from the query instance
+        self.borrow_seconds = borrow_seconds  # a job borrowed from the query instance takes about this long
+        self._borrow_item_s = 1.0  # measured seconds per borrowed passage (the first chunk is one passage)
+        self.borrow_min_item_s = borrow_min_item_s  # borrow only for a model at least this slow
+        self._index_item_s: float | None = None  # measured seconds per passage on the indexer
         self._gate = _PriorityGate(2)
         self._index_lock = anyio.Lock()  # one job at a time on the indexer
         self._index_error: EmbedderUnavailable | None = None
@@ -282,8 +291,9 @@ class EmbeddingService:
 
     async def _embed_backlog(self, items: list[str], indexer: Embedder) -> Matrix:
         """Two workers take chunks from one queue, in order: the indexer's thread (batches of
-        up to `batch_size`) and, only while the query gate is free, the query instance (one
-        `borrow_chunk` at a time). Rows are put back in the order of `items`."""
+        up to `batch_size`, half of what is left at most) and, only while the query gate is
+        free, the query instance (chunks of about `borrow_seconds`). Rows are put back in the
+        order of `items`."""
         await anyio.to_thread.run_sync(self._ensure_loaded)  # the query model first: searches need it more
         out = np.empty((len(items), self.dim), dtype=np.float32)
         todo: deque[int] = deque(range(len(items)))
@@ -304,25 +314,35 @@ class EmbeddingService:
             return self._checked(indexer.embed_passages([items[i] for i in rows]), len(rows))
 
         async def index_worker() -> None:
-            while rows := take(self.batch_size):
+            while rows := take(min(self.batch_size, max(1, (len(todo) + 1) // 2))):
                 self._pending += 1
                 try:
                     async with self._index_lock:
+                        began = time.perf_counter()
                         out[rows] = await anyio.to_thread.run_sync(on_indexer, rows)
                         self._index_used = time.monotonic()
+                    per_item = (time.perf_counter() - began) / len(rows)
+                    last = self._index_item_s
+                    self._index_item_s = per_item if last is None else 0.7 * last + 0.3 * per_item
                 finally:
                     self._pending -= 1
 
         async def borrow_worker() -> None:
             while todo and not self._gate.busy:
-                rows = take(self.borrow_chunk)
+                rows = take(max(1, min(self.batch_size, int(self.borrow_seconds / self._borrow_item_s))))
+                began = time.perf_counter()
                 out[rows] = await self._run(PASSAGE, partial(self._passages, [items[i] for i in rows]))
+                per_item = (time.perf_counter() - began) / len(rows)
+                self._borrow_item_s = (
+                    per_item if self._borrow_item_s >= 1.0 else 0.7 * self._borrow_item_s + 0.3 * per_item
+                )
 
         await anyio.to_thread.run_sync(indexer.load)  # EmbedderUnavailable: the caller falls back
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(index_worker)
-                if len(items) > 1:
+                slow = self._index_item_s is None or self._index_item_s >= self.borrow_min_item_s
+                if len(items) > 1 and slow:
                     tg.start_soon(borrow_worker)
         except BaseExceptionGroup as group:  # one worker failed: its error, as a plain call would raise
             first = group.exceptions[0]
