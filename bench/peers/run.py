@@ -2,7 +2,8 @@
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE MKL_NUM_THREADS=1 \\
         .venv/bin/python bench/peers/run.py [--systems memhub,server-memory,...] \\
-        [--sizes 1000,10000] [--calls 100] [--seed-budget-s 600] [--out bench/results/peers.json]
+        [--sizes 1000,10000] [--calls 100] [--seed-budget-s 600] [--out bench/results/peers.json] \\
+        [--paired]   # every system open at once, calls in rotating order (bench/peers/paired.py)
 
 Run `bench/peers/install.sh` first (or `make bench-peers`, which does both). For each system:
 
