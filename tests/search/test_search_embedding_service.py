@@ -239,7 +239,9 @@ class HeldEmbedder(SlowEmbedder):
 @pytest.mark.anyio
 async def test_a_query_never_waits_for_the_indexers_batch() -> None:
     main, indexer = SlowEmbedder(), HeldEmbedder()
-    service = EmbeddingService(main, make_indexer=lambda: indexer, batch_size=8, borrow_seconds=0.0)
+    service = EmbeddingService(
+        main, make_indexer=lambda: indexer, batch_size=8, borrow_seconds=0.0, borrow_quiet_s=0.0
+    )
     texts = [f"backlog text {i}" for i in range(40)]
     result: list[Matrix] = []
 
@@ -309,5 +311,18 @@ async def test_a_fast_model_indexes_on_its_own_thread_only() -> None:
     texts = [f"text {i}" for i in range(40)]
     await service.embed_passages(texts)  # the first backlog measures the indexer's speed
     main.calls.clear()
+    assert np.array_equal(await service.embed_passages(texts), HashingEmbedder(dim=32).embed_passages(texts))
+    assert main.calls == []
+
+
+@pytest.mark.anyio
+async def test_while_searches_come_the_query_model_is_left_to_them() -> None:
+    """Searches come in bursts: for `borrow_quiet_s` after a query, a backlog is embedded by
+    the indexer alone, and the query model stays free for the next search."""
+    main = SlowEmbedder()
+    service = EmbeddingService(main, make_indexer=SlowEmbedder, index_min=2, borrow_quiet_s=60.0)
+    await service.embed_query("a search")
+    main.calls.clear()
+    texts = [f"text {i}" for i in range(40)]
     assert np.array_equal(await service.embed_passages(texts), HashingEmbedder(dim=32).embed_passages(texts))
     assert main.calls == []

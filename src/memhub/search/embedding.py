@@ -8,7 +8,8 @@ embedded in small chunks, so a query waits for at most one chunk of a long backf
 A backlog (a call with `index_min` passages or more) is embedded by a second instance of the
 model, the indexer, on its own thread, in batches of `batch_size`, so a search never waits
 for indexing work: the query instance keeps its gate and its core. While no query is waiting
-the backlog also borrows the query instance, one small chunk at a time (as many passages as
+(none for `borrow_quiet_s`: searches come in bursts) the backlog also borrows the query
+instance, one small chunk at a time (as many passages as
 take about `borrow_seconds`, measured), so both cores index; a query arriving then waits for
 that one chunk at most. Only for a model slower than `borrow_min_item_s` a passage: a fast one
 (USE, ~2 ms a passage in numpy) holds the GIL for much of its work, and a second thread
@@ -106,6 +107,7 @@ class EmbeddingService:
         batch_size: int = 32,
         borrow_seconds: float = 0.015,
         borrow_min_item_s: float = 0.01,
+        borrow_quiet_s: float = 2.0,
         index_min: int = 16,
         index_idle_s: float = 60.0,
         query_cache: int = 512,
@@ -127,6 +129,8 @@ class EmbeddingService:
         self._borrow_item_s = 1.0  # measured seconds per borrowed passage (the first chunk is one passage)
         self.borrow_min_item_s = borrow_min_item_s  # borrow only for a model at least this slow
         self._index_item_s: float | None = None  # measured seconds per passage on the indexer
+        self.borrow_quiet_s = borrow_quiet_s  # no borrowing until this long after the last query
+        self._last_query = -float("inf")  # time.monotonic() of the last query (a cache hit too)
         self._gate = _PriorityGate(2)
         self._index_lock = anyio.Lock()  # one job at a time on the indexer
         self._index_error: EmbedderUnavailable | None = None
@@ -328,7 +332,7 @@ class EmbeddingService:
                     self._pending -= 1
 
         async def borrow_worker() -> None:
-            while todo and not self._gate.busy:
+            while todo and not self._gate.busy and time.monotonic() - self._last_query >= self.borrow_quiet_s:
                 rows = take(max(1, min(self.batch_size, int(self.borrow_seconds / self._borrow_item_s))))
                 began = time.perf_counter()
                 out[rows] = await self._run(PASSAGE, partial(self._passages, [items[i] for i in rows]))
@@ -368,6 +372,7 @@ class EmbeddingService:
     async def embed_query(self, text: str) -> Matrix:
         """float32 (dim,), read-only: from the cache when this text was embedded lately, else
         admitted ahead of waiting passage chunks."""
+        self._last_query = time.monotonic()  # searches are under way: the query model is theirs
         key = (self.id, text)
         cached = self._cache.get(key)
         if cached is not None:
