@@ -326,3 +326,35 @@ async def test_while_searches_come_the_query_model_is_left_to_them() -> None:
     texts = [f"text {i}" for i in range(40)]
     assert np.array_equal(await service.embed_passages(texts), HashingEmbedder(dim=32).embed_passages(texts))
     assert main.calls == []
+
+
+class HeldQueries(SlowEmbedder):
+    """SlowEmbedder whose query inferences block until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        assert self.release.wait(20)
+        return super().embed_queries(texts)
+
+
+@pytest.mark.anyio
+async def test_no_indexer_job_starts_beside_a_query() -> None:
+    main, indexer = HeldQueries(), SlowEmbedder()
+    service = EmbeddingService(main, make_indexer=lambda: indexer, index_min=2)
+    texts = [f"text {i}" for i in range(10)]
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(service.embed_query, "a slow search")
+        try:
+            with anyio.fail_after(10):
+                while service.queue_depth == 0:  # the query is admitted
+                    await anyio.sleep(0.01)
+                tasks.start_soon(service.embed_passages, texts)
+                while service._no_queries is None:  # the indexer waits for the query to end
+                    await anyio.sleep(0.01)
+            assert indexer.calls == []
+        finally:
+            main.release.set()
+    assert sum(len(chunk) for _, chunk in indexer.calls) == len(texts)

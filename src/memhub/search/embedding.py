@@ -6,8 +6,9 @@ time and, when several wait, admits search queries before indexing work. Passage
 embedded in small chunks, so a query waits for at most one chunk of a long backfill.
 
 A backlog (a call with `index_min` passages or more) is embedded by a second instance of the
-model, the indexer, on its own thread, in batches of `batch_size`, so a search never waits
-for indexing work: the query instance keeps its gate and its core. While no query is waiting
+model, the indexer, on its own thread, in jobs of about `index_seconds` (`batch_size` passages
+at most), so a search never waits for indexing work: the query instance keeps its gate and
+its core, and no indexer job starts while a query's inference runs. While no query is waiting
 (none for `borrow_quiet_s`: searches come in bursts) the backlog also borrows the query
 instance, one small chunk at a time (as many passages as
 take about `borrow_seconds`, measured), so both cores index; a query arriving then waits for
@@ -108,6 +109,7 @@ class EmbeddingService:
         borrow_seconds: float = 0.015,
         borrow_min_item_s: float = 0.01,
         borrow_quiet_s: float = 2.0,
+        index_seconds: float = 0.1,
         index_min: int = 16,
         index_idle_s: float = 60.0,
         query_cache: int = 512,
@@ -131,6 +133,9 @@ class EmbeddingService:
         self._index_item_s: float | None = None  # measured seconds per passage on the indexer
         self.borrow_quiet_s = borrow_quiet_s  # no borrowing until this long after the last query
         self._last_query = -float("inf")  # time.monotonic() of the last query (a cache hit too)
+        self.index_seconds = index_seconds  # an indexer job takes about this long (measured)
+        self._queries_running = 0  # query inferences admitted or waiting
+        self._no_queries: anyio.Event | None = None  # set when the last of them ends
         self._gate = _PriorityGate(2)
         self._index_lock = anyio.Lock()  # one job at a time on the indexer
         self._index_error: EmbedderUnavailable | None = None
@@ -317,8 +322,25 @@ class EmbeddingService:
             indexer.load()  # idempotent; the first call loads the second instance
             return self._checked(indexer.embed_passages([items[i] for i in rows]), len(rows))
 
+        borrowing: list[bool] = [False]  # the borrow worker is taking chunks too
+
+        def index_job() -> int:
+            """`batch_size` at most, about `index_seconds` of work, and half of what is left at
+            most while the borrow worker shares it."""
+            limit = min(self.batch_size, max(1, (len(todo) + 1) // 2)) if borrowing[0] else self.batch_size
+            if self._index_item_s:
+                limit = min(limit, max(1, int(self.index_seconds / self._index_item_s)))
+            return limit
+
         async def index_worker() -> None:
-            while rows := take(min(self.batch_size, max(1, (len(todo) + 1) // 2))):
+            while todo:
+                while self._queries_running:  # a query's inference goes first: no job starts beside it
+                    if self._no_queries is None:
+                        self._no_queries = anyio.Event()
+                    await self._no_queries.wait()
+                rows = take(index_job())
+                if not rows:
+                    break
                 self._pending += 1
                 try:
                     async with self._index_lock:
@@ -332,6 +354,13 @@ class EmbeddingService:
                     self._pending -= 1
 
         async def borrow_worker() -> None:
+            borrowing[0] = True
+            try:
+                await borrow_chunks()
+            finally:
+                borrowing[0] = False
+
+        async def borrow_chunks() -> None:
             while todo and not self._gate.busy and time.monotonic() - self._last_query >= self.borrow_quiet_s:
                 rows = take(max(1, min(self.batch_size, int(self.borrow_seconds / self._borrow_item_s))))
                 began = time.perf_counter()
@@ -379,7 +408,14 @@ class EmbeddingService:
             self._cache.move_to_end(key)
             self.cache_hits += 1
             return cached
-        matrix = await self._run(QUERY, partial(self._queries, [text]))
+        self._queries_running += 1
+        try:
+            matrix = await self._run(QUERY, partial(self._queries, [text]))
+        finally:
+            self._queries_running -= 1
+            if not self._queries_running and self._no_queries is not None:
+                self._no_queries.set()
+                self._no_queries = None
         self.query_inferences += 1
         row: Matrix = matrix[0].copy()
         row.flags.writeable = False  # shared by every caller that asks the same
