@@ -25,9 +25,9 @@ from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import MemhubError, invalid, not_found
 from memhub.core.hashing import content_hash
 from memhub.services import access
+from memhub.services.access import Need
 from memhub.services.assoc import domains
 from memhub.services.assoc import models as m
-from memhub.services.access import Need
 from memhub.services.assoc.domains import MEMORY
 from memhub.services.assoc.ids import mem_id, parse_mem, proj_id
 from memhub.services.assoc.memories import ASSOCIATION
