@@ -13,14 +13,14 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
-from memhub.store.base import EventRow, VectorChange
+from memhub.store.base import EventRow, Tx, VectorChange
 from memhub.store.crypto import PREFIX, ContentCipher
 from memhub.store.sqlite import encryption
 from memhub.store.sqlite.tx import SqliteTx
@@ -218,14 +218,14 @@ class SqliteStore:
         self._checked = (time.monotonic(), ok)
         return ok
 
-    def rotate_encryption(self, new_key: bytes | None) -> int:
+    def rotate_encryption(self, new_key: bytes | None, audit: Callable[[Tx], object] | None = None) -> int:
         """Re-encrypt all item text under `new_key` (None: decrypt it all) and rebuild the text
         index; old text is then gone from the file (secure_delete, VACUUM). Items rewritten."""
         readable = [*([new_key] if new_key else []), *self._keys]
         ring = ContentCipher(readable or [bytes(32)])  # no key at all: only plaintext is readable
         new = ContentCipher([new_key]) if new_key else None
         with self._lock:
-            done = encryption.rotate(self._conn, ring, new, isoformat(self.clock.now()))
+            done = encryption.rotate(self._conn, ring, new, isoformat(self.clock.now()), audit)
             self._keys = [new_key] if new_key else []
             self.cipher = new
         return done

@@ -10,6 +10,7 @@ reason.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.crypto import PREFIX, ContentCipher
@@ -47,10 +48,16 @@ def install(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
         )
 
 
-def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | None, now: str) -> int:
+def rotate(
+    conn: sqlite3.Connection,
+    ring: ContentCipher,
+    new: ContentCipher | None,
+    now: str,
+    audit: Callable[[SqliteTx], object] | None = None,
+) -> int:
     """Re-encrypt every item's text with `new` (None: store it as plaintext), reading it with
-    `ring` (every key it may be under), and rebuild the text index; one transaction, then
-    VACUUM. Returns the number of items rewritten."""
+    `ring` (every key it may be under), and rebuild the text index; one transaction (with
+    `audit`'s event: both or neither), then VACUUM. Returns the number of items rewritten."""
     conn.execute("BEGIN IMMEDIATE")
     done = last = 0
     try:
@@ -78,6 +85,8 @@ def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | N
         # active contexts are short-lived caches of claim text under the old key: drop them
         conn.execute("DELETE FROM pce_active_contexts")
         conn.execute("INSERT INTO items_fts(items_fts) VALUES ('optimize')")  # drop the old segments
+        if audit is not None:
+            audit(SqliteTx(conn, now, write=True, cipher=new))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
