@@ -40,19 +40,32 @@ class SearchScope:
     domains: tuple[str, ...]
     projects: tuple[int, ...] | None  # None: every project the caller belongs to
     session_id: str | None  # session memories only from this session (None: the current one)
+    only_projects: bool = False  # True: nothing but the memories of `projects` (no other domain)
 
     def viewer(self, tx: Tx, call: Call) -> Viewer:
         return access.viewer(tx, call.principal, sessions="current", session_id=self.session_id)
 
     def restrict(self, query: ItemQuery) -> ItemQuery:
+        if self.only_projects and self.projects is not None:
+            return replace(query, scopes=("project",), project_ids=self.projects)
         return replace(query, scopes=self.domains, scope_projects=self.projects)
 
 
 def scope(
     domains: Sequence[str] | None, project_ids: Sequence[str] | None, session_id: str | None
 ) -> SearchScope:
+    """memory(search)'s scope: `project_ids` narrows the project domain, other domains stay."""
     projects = tuple(sorted({parse_proj(p) for p in project_ids})) if project_ids else None
     return SearchScope(tuple(domains) if domains else m.DOMAINS, projects, session_id)
+
+
+def filter_scope(domains: Sequence[str] | None, project_ids: Sequence[str] | None) -> SearchScope:
+    """The `search` tool's `filters`: `project_ids` means only these projects' memories (their
+    description says so), never the user, global or session memories beside them."""
+    if project_ids and domains and "project" not in domains:
+        raise invalid("filters.project_ids selects project memories: include 'project' in filters.domains")
+    scoped = scope(domains, project_ids, None)
+    return replace(scoped, only_projects=scoped.projects is not None)
 
 
 async def ranked(
@@ -169,7 +182,7 @@ async def _filtered(
     projects: Sequence[str] | None,
 ) -> tuple[list[m.Memory], int]:
     """A filter search ordered in the store: the queries' results in turn, up to `limit`."""
-    scoped = scope(in_domains, projects, None)
+    scoped = filter_scope(in_domains, projects)
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
         viewer = scoped.viewer(tx, call)
@@ -194,7 +207,7 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         )
     item_id = parse_mem(args.memory_id)
     where, in_domains, projects = _filters(args)
-    scoped = scope(in_domains, projects, None)
+    scoped = filter_scope(in_domains, projects)
 
     def source(tx: Tx) -> tuple[ItemRow, bytes | None, Viewer]:
         row = domains.get_memory(tx, call.principal, args.memory_id)
@@ -227,7 +240,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
             call,
             args.query,
             with_notes,
-            scope(in_domains, projects, None),
+            filter_scope(in_domains, projects),
             args.limit,
             args.threshold,
         )
