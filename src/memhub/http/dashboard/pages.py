@@ -1,0 +1,133 @@
+"""The dashboard's pages: each reads through the services as the logged-in principal."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from starlette.responses import RedirectResponse, Response
+
+from memhub.core.errors import invalid
+from memhub.services.dashboard import details, finder
+from memhub.services.dashboard.overview import OverviewCache, engine_state
+from memhub.services.decisions import proposals
+from memhub.services.runtime import Call
+from memhub.store.base import Tx
+
+if TYPE_CHECKING:
+    from memhub.http.dashboard.app import Context, Dashboard
+
+T = TypeVar("T")
+MAX_QUERY = 500
+
+
+def number(value: Any, digits: int = 4) -> str:
+    """A score as people read it: 4 decimals, no trailing noise."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def size(value: int | None) -> str:
+    if value is None:
+        return "n/a"
+    amount = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if amount < 1024 or unit == "GiB":
+            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{value} B"
+
+
+def duration(seconds: float) -> str:
+    minutes, secs = divmod(max(0, math.ceil(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    parts = [f"{n} {unit}" for n, unit in ((hours, "h"), (minutes, "min"), (secs, "s")) if n]
+    return " ".join(parts) or "0 s"
+
+
+class Caches:
+    def __init__(self) -> None:
+        self.overview = OverviewCache()
+
+
+class Pages:
+    def __init__(self, dash: Dashboard) -> None:
+        self.dash = dash
+
+    @staticmethod
+    async def _read(c: Context, tool: str, fn: Callable[[Tx, Call], T]) -> T:
+        """`fn` in a read transaction, audited like a read tool call (deferred)."""
+        call = Call(c.runtime, c.principal, f"dashboard.{tool}", read_only=True)
+        result = await call.read(lambda tx: fn(tx, call))
+        await call.record("ok")
+        return result
+
+    async def overview(self, c: Context) -> Response:
+        counts = await anyio.to_thread.run_sync(self.dash.caches.overview.counts, c.runtime, c.principal)
+        return c.render("overview.html", counts=counts, engine=engine_state(c.runtime))
+
+    async def search(self, c: Context) -> Response:
+        query = c.request.query_params.get("q", "").strip()
+        if len(query) > MAX_QUERY:
+            raise invalid(f"the query is longer than {MAX_QUERY} characters")
+        found = await finder.search_all(c.runtime, c.principal, query) if query else None
+        return c.render("search.html", query=query, found=found, groups=finder.GROUPS)
+
+    async def item(self, c: Context) -> Response:
+        item_id = int(c.request.path_params["item_id"])
+        shown = await self._read(c, "item", lambda tx, call: details.item(tx, c.principal, item_id))
+        return c.render("item.html", item=shown, public_id=details.public_id(shown.row))
+
+    async def proposals(self, c: Context) -> Response:
+        queue = await self._read(c, "proposals", details.proposal_queue)
+        return c.render(
+            "proposals.html",
+            queue=queue,
+            window=c.runtime.config.review_window_s,
+            done=c.request.query_params,
+        )
+
+    async def accept(self, c: Context) -> Response:
+        name = c.request.path_params["name"]
+        call = Call(c.runtime, c.principal, "dashboard.accept_proposal")
+        result = await proposals.accept(call, name)  # the tool's checks: admin, window, once
+        return RedirectResponse(
+            f"/ui/proposals?accepted={_safe(result.message or 'accepted')}", status_code=303
+        )
+
+    async def reject(self, c: Context) -> Response:
+        name = c.request.path_params["name"]
+        form = await c.request.form()
+        reason = form.get("reason")
+        call = Call(c.runtime, c.principal, "dashboard.reject_proposal")
+        await proposals.reject(call, name, reason if isinstance(reason, str) else "")
+        return RedirectResponse(f"/ui/proposals?rejected={_safe(name)}", status_code=303)
+
+    async def projects(self, c: Context) -> Response:
+        rows = await self._read(c, "projects", lambda tx, call: details.projects(tx, c.principal))
+        return c.render("projects.html", projects=rows)
+
+    async def project(self, c: Context) -> Response:
+        pid = int(c.request.path_params["project_id"])
+        project, topics = await self._read(
+            c, "project", lambda tx, call: details.topics(tx, c.principal, pid)
+        )
+        return c.render("project.html", project=project, topics=topics)
+
+    async def topic(self, c: Context) -> Response:
+        pid, tid = int(c.request.path_params["project_id"]), int(c.request.path_params["topic_id"])
+        page = await self._read(c, "topic", lambda tx, call: details.topic(tx, c.principal, pid, tid))
+        return c.render("topic.html", page=page)
+
+
+def _safe(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text[:300], safe="")
