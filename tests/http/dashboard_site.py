@@ -162,7 +162,7 @@ async def _seed(site: Site) -> None:
         ids["dec_old"] = first["decision"]["id"]
         second = await a(
             "supersede_decision", old_decision_ids=[ids["dec_old"]], title="Use PostgreSQL",
-            target="database_policy", rationale="the deploy pipeline needs JSON columns and PostgreSQL has them",
+            target="database_policy", rationale="the deploy pipeline needs JSON columns: PostgreSQL has them",
         )  # fmt: skip
         ids["dec_new"] = second["decision"]["id"]
         claim = await a(
