@@ -9,11 +9,13 @@ import html
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -22,9 +24,17 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers import MEMHUB, http_server
 
+T = TypeVar("T")
 HOSTILE = '<script>alert("xss")</script><img src=x onerror=alert(1)> deploy pipeline checklist'
 REVIEW_WINDOW_S = "3600"
 OLD = 1_600_000_000  # 2020-09-13: a proposal file this old is past any review window
+
+
+def in_thread(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """`anyio.run(fn, *args)` on a thread of its own: Playwright's sync API keeps an event
+    loop running in the test's thread."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, fn, *args).result()
 
 
 def create_key(db: Path, name: str, *extra: str) -> str:
@@ -60,7 +70,7 @@ class Site:
                 assert isinstance(result.structured_content, dict)
                 return result.structured_content
 
-        return anyio.run(run)
+        return in_thread(run)
 
     def browser(self) -> httpx2.Client:
         return httpx2.Client(base_url=self.base, follow_redirects=False, timeout=30)
@@ -107,7 +117,8 @@ def explained(page: str, public_id: str, name: str) -> str:
 
 def _proposal(folder: Path, name: str, title: str, supersedes: list[str], *, old: bool) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    created = "2020-09-13T00:00:00.000000Z" if old else "2099-01-01T00:00:00.000000Z"
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    created = "2020-09-13T00:00:00.000000Z" if old else now
     path = folder / name
     path.write_text(
         "---\n"
@@ -201,5 +212,5 @@ def dashboard_site(tmp: Path, *extra: str, env: dict[str, str] | None = None) ->
     variables = {"MEMHUB_HOME": str(home), "MEMHUB_REVIEW_WINDOW_S": REVIEW_WINDOW_S, **(env or {})}
     with http_server(db, "--auth", "apikey", *extra, env=variables) as base:
         site = Site(base, home, db, keys)
-        anyio.run(_seed, site)
+        in_thread(_seed, site)
         yield site

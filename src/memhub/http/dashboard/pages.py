@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MAX_QUERY = 500
+HIDDEN = {
+    "text_by_boundary": "keyword hits of a boundary class you may not see",
+    "vector_by_boundary": "nearest neighbours of a boundary class you may not see",
+    "vector_by_visibility": "nearest neighbours not visible to you",
+}
 
 
 def number(value: Any, digits: int = 4) -> str:
@@ -78,7 +83,7 @@ class Pages:
         if len(query) > MAX_QUERY:
             raise invalid(f"the query is longer than {MAX_QUERY} characters")
         found = await finder.search_all(c.runtime, c.principal, query) if query else None
-        return c.render("search.html", query=query, found=found, groups=finder.GROUPS)
+        return c.render("search.html", query=query, found=found, groups=finder.GROUPS, hidden_labels=HIDDEN)
 
     async def item(self, c: Context) -> Response:
         item_id = int(c.request.path_params["item_id"])
