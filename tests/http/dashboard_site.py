@@ -26,6 +26,18 @@ from tests.helpers import MEMHUB, http_server
 
 T = TypeVar("T")
 HOSTILE = '<script>alert("xss")</script><img src=x onerror=alert(1)> deploy pipeline checklist'
+HOSTILE_NOTE = """# Deploy guide <img src=x onerror=alert(1)>
+
+<script>alert("note")</script>
+<iframe src="javascript:alert(2)"></iframe>
+
+- step **one**: read [the index](../index.md)
+- step two: [click](javascript:alert(3)) and [data](data:text/html,<script>alert(4)</script>)
+
+```
+<b>code stays text</b>
+```
+"""
 REVIEW_WINDOW_S = "3600"
 OLD = 1_600_000_000  # 2020-09-13: a proposal file this old is past any review window
 
@@ -202,7 +214,11 @@ async def _seed(site: Site) -> None:
 @contextmanager
 def dashboard_site(tmp: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[Site]:
     home = tmp / "home"
-    home.mkdir()
+    (home / "vault" / "guides").mkdir(parents=True)
+    (home / "vault" / "guides" / "hostile.md").write_text(HOSTILE_NOTE, encoding="utf-8")
+    (home / "vault" / "index.md").write_text(
+        "# 索引\n\nSee [[guides/hostile]] and [the guide](guides/hostile.md).\n"
+    )
     db = tmp / "m.db"
     keys = {
         "alice": create_key(db, "alice", "--admin"),

@@ -278,3 +278,31 @@ def test_a_proposal_is_accepted_after_its_window_as_a_persons_decision(site: Sit
     rejected = client.post("/ui/proposals/fresh.md/reject", data={"csrf": token, "reason": "not now"})
     assert rejected.status_code == 303
     assert 'status: "rejected"' in (site.home / "proposals" / "fresh.md").read_text(encoding="utf-8")
+
+
+# -- vault ----------------------------------------------------------------------------------------
+
+
+def test_the_vault_tree_and_a_hostile_note(site: Site) -> None:
+    client = site.login("alice")
+    root = client.get("/ui/vault")
+    assert root.status_code == 200 and "guides/" in root.text and "index.md" in root.text
+    folder = client.get("/ui/vault", params={"dir": "guides"})
+    assert "guides/hostile.md" in folder.text
+    note = client.get("/ui/vault/note", params={"path": "guides/hostile.md"})
+    assert note.status_code == 200
+    assert (
+        "<script>alert" not in note.text
+        and "<iframe" not in note.text
+        and "onerror=alert(1)>" not in note.text
+    )
+    assert "&lt;script&gt;" in note.text and 'href="/ui/vault/note?path=index.md"' in note.text
+    index = client.get("/ui/vault/note", params={"path": "index.md"})
+    assert "<h1>索引</h1>" in index.text and 'href="/ui/vault/note?path=guides%2Fhostile.md"' in index.text
+    assert client.get("/ui/vault/note", params={"path": "../m.db"}).status_code in (400, 403, 404)
+
+
+def test_the_vault_is_its_owners_alone(site: Site) -> None:
+    bob = site.login("bob")
+    assert bob.get("/ui/vault").status_code == 403
+    assert bob.get("/ui/vault/note", params={"path": "index.md"}).status_code == 403

@@ -168,3 +168,23 @@ def test_a_viewer_sees_no_admin_page_and_no_private_memory(page: Any, site: Site
     mine = int(site.ids["alice_private"].split("_")[1])
     page.goto(f"{site.base}/ui/item/{mine}")
     assert "not found" in page.inner_text("main")
+
+
+def test_a_hostile_vault_note_runs_nothing(page: Any, site: Site, shots: Path) -> None:
+    login(page, site, "alice")
+    page.click("nav >> text=Vault")
+    shoot(page, shots, "vault")
+    page.click("text=guides/")
+    page.click("text=guides/hostile.md")
+    assert "Deploy guide" in page.inner_text("article.note h1")
+    assert "<script>" in page.inner_text("article.note")  # the raw HTML, shown as text
+    assert (
+        page.evaluate(
+            "document.querySelectorAll('article.note script, article.note iframe, article.note img').length"
+        )
+        == 0
+    )
+    shoot(page, shots, "vault-note")
+    page.click("article.note >> text=the index")
+    assert page.inner_text("h1.note-path") == "index.md"
+    assert page.dialogs == []

@@ -116,7 +116,7 @@ class Dashboard:
         html = self.env.get_template(template).render(
             csrf=session.csrf if session is not None else "",
             auth_none=self.policy.authenticate is None,
-            path=request.url.path,
+            here=request.url.path,
             **values,
         )
         response = HTMLResponse(html, status_code=status)
@@ -318,6 +318,8 @@ class Dashboard:
             Route("/ui/projects", p(handlers.projects)),
             Route("/ui/projects/{project_id:int}", p(handlers.project)),
             Route("/ui/projects/{project_id:int}/topics/{topic_id:int}", p(handlers.topic)),
+            Route("/ui/vault", p(handlers.vault)),
+            Route("/ui/vault/note", p(handlers.note)),
             Mount("/ui/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ]
         return Starlette(routes=routes)

@@ -7,13 +7,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+from markupsafe import Markup
 from starlette.responses import RedirectResponse, Response
 
 from memhub.core.errors import invalid
+from memhub.http.dashboard import markdown
 from memhub.services.dashboard import details, finder
 from memhub.services.dashboard.overview import OverviewCache, engine_state
 from memhub.services.decisions import proposals
 from memhub.services.runtime import Call
+from memhub.services.vault import models as vault_models
+from memhub.services.vault import reading as vault_reading
 from memhub.store.base import Tx
 
 if TYPE_CHECKING:
@@ -126,10 +130,29 @@ class Pages:
         )
         return c.render("project.html", project=project, topics=topics)
 
+    async def vault(self, c: Context) -> Response:
+        folder = c.request.query_params.get("dir") or None
+        call = Call(c.runtime, c.principal, "dashboard.vault_ls", read_only=True)
+        listed = await vault_reading.vault_ls(call, vault_models.LsInput(relative_dir=folder))
+        return c.render(
+            "vault.html", folder=folder or "", entries=listed.entries, parent=_parent(folder or "")
+        )
+
+    async def note(self, c: Context) -> Response:
+        path = c.request.query_params.get("path", "")
+        call = Call(c.runtime, c.principal, "dashboard.vault_read", read_only=True)
+        read = await vault_reading.vault_read(call, vault_models.ReadInput(path=path, full=True))
+        shown = Markup(markdown.render(read.text, _parent(path)))
+        return c.render("note.html", path=path, html=shown, truncated=read.truncated, parent=_parent(path))
+
     async def topic(self, c: Context) -> Response:
         pid, tid = int(c.request.path_params["project_id"]), int(c.request.path_params["topic_id"])
         page = await self._read(c, "topic", lambda tx, call: details.topic(tx, c.principal, pid, tid))
         return c.render("topic.html", page=page)
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def _safe(text: str) -> str:
