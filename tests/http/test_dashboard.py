@@ -168,7 +168,13 @@ def test_a_non_admin_sees_no_admin_page(site: Site) -> None:
         client = site.login(who)
         page = client.get("/")
         assert "/ui/proposals" not in page.text
-        assert client.get("/ui/proposals").status_code == 403
+        for path in ("/ui/proposals", "/ui/admin", "/ui/audit", "/ui/policies"):
+            assert client.get(path).status_code == 403, path
+        assert (
+            client.post("/ui/admin/keys", data={"csrf": csrf_of(page.text), "name": "mallory"}).status_code
+            == 403
+        )
+        assert client.post("/ui/audit/verify", data={"csrf": csrf_of(page.text)}).status_code == 403
         refused = client.post("/ui/proposals/old.md/accept", data={"csrf": csrf_of(page.text)})
         assert refused.status_code == 403
     assert 'status: "open"' in (site.home / "proposals" / "old.md").read_text(encoding="utf-8")
@@ -306,3 +312,44 @@ def test_the_vault_is_its_owners_alone(site: Site) -> None:
     bob = site.login("bob")
     assert bob.get("/ui/vault").status_code == 403
     assert bob.get("/ui/vault/note", params={"path": "index.md"}).status_code == 403
+
+
+# -- admin ------------------------------------------------------------------------------------------
+
+
+def test_an_admin_creates_a_key_shown_once_and_revokes_it(site: Site) -> None:
+    client = site.login("alice")
+    token = csrf_of(client.get("/ui/admin").text)
+    created = client.post("/ui/admin/keys", data={"csrf": token, "name": "dora"})
+    assert created.status_code == 200 and created.headers["cache-control"] == "no-store"
+    key = re.search(r'<code id="new-key">(mh_[^<]+)</code>', created.text)
+    assert key
+    again = client.get("/ui/admin").text
+    assert key.group(1) not in again and 'data-user="dora"' in again
+    site.keys["dora"] = key.group(1)
+    dora = site.login("dora")
+    assert dora.get("/").status_code == 200
+    assert client.post("/ui/admin/keys/dora/revoke", data={"csrf": token}).status_code == 303
+    assert dora.get("/").status_code == 303  # the session ended with the key
+    form = site.browser()
+    page = form.get("/ui/login")
+    assert (
+        form.post("/ui/login", data={"csrf": csrf_of(page.text), "credential": key.group(1)}).status_code
+        == 401
+    )
+    assert client.post("/ui/admin/keys", data={"csrf": token, "name": "<bad name>"}).status_code == 400
+
+
+def test_the_audit_log_filters_and_verifies_its_chain(site: Site) -> None:
+    client = site.login("alice")
+    page = client.get("/ui/audit", params={"tool": "record_decision"})
+    assert page.status_code == 200 and "record_decision" in page.text and "add-project" not in page.text
+    bob = client.get("/ui/audit", params={"who": "bob"}).text
+    assert "<td>bob</td>" in bob and "<td>alice</td>" not in bob
+    verified = client.post("/ui/audit/verify", data={"csrf": csrf_of(page.text)})
+    assert verified.status_code == 200 and "chain intact" in verified.text
+
+
+def test_policy_versions_are_listed(site: Site) -> None:
+    page = site.login("alice").get("/ui/policies")
+    assert page.status_code == 200 and ("in force" in page.text or "No policy has been applied" in page.text)

@@ -12,7 +12,7 @@ from starlette.responses import RedirectResponse, Response
 
 from memhub.core.errors import invalid
 from memhub.http.dashboard import markdown
-from memhub.services.dashboard import details, finder
+from memhub.services.dashboard import admin, details, finder
 from memhub.services.dashboard.overview import OverviewCache, engine_state
 from memhub.services.decisions import proposals
 from memhub.services.runtime import Call
@@ -144,6 +144,51 @@ class Pages:
         read = await vault_reading.vault_read(call, vault_models.ReadInput(path=path, full=True))
         shown = Markup(markdown.render(read.text, _parent(path)))
         return c.render("note.html", path=path, html=shown, truncated=read.truncated, parent=_parent(path))
+
+    # -- admin ------------------------------------------------------------------------------------
+
+    async def admin(self, c: Context, created: tuple[str, str] | None = None) -> Response:
+        people = await self._read(c, "admin", admin.people)
+        projects = await self._read(c, "members", admin.members)
+        return c.render("admin.html", people=people, projects=projects, created=created)
+
+    async def create_key(self, c: Context) -> Response:
+        form = await c.request.form()
+        name = str(form.get("name") or "").strip()
+        call = Call(c.runtime, c.principal, "dashboard.apikey_create")
+        key = await call.transact(lambda tx: admin.create_key(tx, call, name, form.get("admin") == "on"))
+        return await self.admin(c, created=(name, key))  # shown once, in this answer only
+
+    async def revoke_key(self, c: Context) -> Response:
+        name = c.request.path_params["name"]
+        call = Call(c.runtime, c.principal, "dashboard.apikey_revoke")
+        await call.transact(lambda tx: admin.revoke_key(tx, call, name))
+        return RedirectResponse("/ui/admin", status_code=303)
+
+    async def audit(self, c: Context, report: Any = None) -> Response:
+        q = c.request.query_params
+        before = q.get("before", "")
+        call = Call(c.runtime, c.principal, "dashboard.audit", read_only=True)
+        filters = {
+            "who": q.get("who", "")[:200],
+            "tool": q.get("tool", "")[:200],
+            "outcome": q.get("outcome", "")[:50],
+        }
+        page = await c.runtime.in_thread(
+            lambda: admin.audit(c.runtime, call, before=int(before) if before.isdigit() else None, **filters)
+        )
+        await call.record("ok")
+        return c.render("audit.html", page=page, filters=filters, report=report)
+
+    async def verify(self, c: Context) -> Response:
+        call = Call(c.runtime, c.principal, "dashboard.audit_verify", read_only=True)
+        report = await c.runtime.in_thread(lambda: admin.verify(c.runtime, call))
+        await call.record("ok")
+        return await self.audit(c, report)
+
+    async def policies(self, c: Context) -> Response:
+        rows = await self._read(c, "policies", admin.policies)
+        return c.render("policies.html", policies=rows)
 
     async def topic(self, c: Context) -> Response:
         pid, tid = int(c.request.path_params["project_id"]), int(c.request.path_params["topic_id"])
