@@ -25,7 +25,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import MEMHUB, RESULTS, free_port, print_table, summary, write_report
 from corpus import texts
-
 from memhub.cli.container import build_runtime
 from memhub.core.hashing import content_hash
 from memhub.core.models import Principal
@@ -63,8 +62,10 @@ def seed(home: Path, db: Path, memories: int) -> dict[str, int]:
             parent = None
             for depth in range(3):
                 topic = tx.insert_item(
-                    NewItem(kind="topic", owner="bench", scope="project", project_id=ids["project"],
-                            parent_id=parent, title=f"topic level {depth}", body="", attrs={"has_description": False})
+                    NewItem(
+                        kind="topic", owner="bench", scope="project", project_id=ids["project"], parent_id=parent,
+                        title=f"topic level {depth}", body="", attrs={"has_description": False},
+                    )
                 )  # fmt: skip
                 ids.setdefault("topic", topic.id)
                 parent = topic.id
@@ -136,6 +137,9 @@ def main() -> None:
                 "project": f"/ui/projects/{ids['project']}",
                 "topic": f"/ui/projects/{ids['project']}/topics/{ids['topic']}",
                 "proposals": "/ui/proposals",
+                "admin": "/ui/admin",
+                "audit": "/ui/audit",
+                "policies": "/ui/policies",
                 "vault": "/ui/vault",
                 "vault note": "/ui/vault/note?path=note.md",
             }

@@ -9,7 +9,10 @@ discussion toolset searches them by substring; the fused score is what ranks the
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
+import anyio
 
 from memhub.core.errors import MemhubError
 from memhub.core.models import Principal
@@ -157,9 +160,8 @@ async def search_all(runtime: Runtime, principal: Principal, query: str) -> Foun
     """Every group's best hits for `query` as `principal` sees them, with explanations. A group
     whose toolset refuses (no policy applied, say) is reported in `unavailable`."""
     found = Found(query)
-    for name, step in (
-        ("memory", _memories), ("claim", _claims), ("decision", _decisions), ("topic/log", _topics)
-    ):  # fmt: skip
+
+    async def one(name: str, step: Callable[[Call, str, Found], Awaitable[None]]) -> None:
         call = Call(runtime, principal, f"dashboard.search.{name}", read_only=True)
         try:
             await step(call, query, found)
@@ -167,4 +169,10 @@ async def search_all(runtime: Runtime, principal: Principal, query: str) -> Foun
         except MemhubError as exc:
             found.unavailable[name] = exc.message
             await call.record("error")
+
+    async with anyio.create_task_group() as group:  # the toolsets' searches side by side
+        for name, step in (
+            ("memory", _memories), ("claim", _claims), ("decision", _decisions), ("topic/log", _topics)
+        ):  # fmt: skip
+            group.start_soon(one, name, step)
     return found

@@ -1,8 +1,9 @@
 """The overview's figures: items per kind, domain and project, the embedding queue, store size.
 
-Counting every visible item is a scan of the store, so the figures are cached per principal
-for `TTL_S` seconds: a page load reads the cache, and at most one count per principal runs
-every `TTL_S` seconds whatever the traffic.
+Counting every visible item is a scan of the store, so the figures are cached per principal:
+a page load reads the cache; a figure older than `TTL_S` seconds is still answered while one
+background thread counts again, so at most one count per principal runs at a time whatever
+the traffic, and only a principal's first load waits for one.
 """
 
 from __future__ import annotations
@@ -57,19 +58,32 @@ class OverviewCache:
         self.ttl_s = ttl_s
         self._lock = threading.Lock()
         self._counts: dict[str, tuple[float, Counts]] = {}
+        self._refreshing: set[str] = set()
 
     def counts(self, runtime: Runtime, principal: Principal) -> Counts:
-        """Blocking: call from a worker thread."""
+        """Blocking: call from a worker thread. A figure older than `ttl_s` is answered at once
+        while one background thread counts again (only the first load of a principal waits)."""
         now = time.monotonic()
         with self._lock:
             cached = self._counts.get(principal.id)
-        if cached is not None and now - cached[0] < self.ttl_s:
+            stale = cached is not None and now - cached[0] >= self.ttl_s
+            if stale and principal.id not in self._refreshing:
+                self._refreshing.add(principal.id)
+                threading.Thread(target=self._refresh, args=(runtime, principal), daemon=True).start()
+        if cached is not None:
             return cached[1]
-        with runtime.store.transaction(write=False) as tx:
-            fresh = _count(tx, principal)
-        with self._lock:
-            self._counts[principal.id] = (now, fresh)
-        return fresh
+        return self._refresh(runtime, principal)
+
+    def _refresh(self, runtime: Runtime, principal: Principal) -> Counts:
+        try:
+            with runtime.store.transaction(write=False) as tx:
+                fresh = _count(tx, principal)
+            with self._lock:
+                self._counts[principal.id] = (time.monotonic(), fresh)
+            return fresh
+        finally:
+            with self._lock:
+                self._refreshing.discard(principal.id)
 
 
 def engine_state(runtime: Runtime) -> Engine:
