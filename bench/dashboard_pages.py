@@ -63,7 +63,8 @@ def seed(home: Path, db: Path, memories: int) -> dict[str, int]:
             for depth in range(3):
                 topic = tx.insert_item(
                     NewItem(
-                        kind="topic", owner="bench", scope="project", project_id=ids["project"], parent_id=parent,
+                        kind="topic", owner="bench", scope="project", project_id=ids["project"],
+                        parent_id=parent,
                         title=f"topic level {depth}", body="", attrs={"has_description": False},
                     )
                 )  # fmt: skip
