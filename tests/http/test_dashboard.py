@@ -353,3 +353,18 @@ def test_the_audit_log_filters_and_verifies_its_chain(site: Site) -> None:
 def test_policy_versions_are_listed(site: Site) -> None:
     page = site.login("alice").get("/ui/policies")
     assert page.status_code == 200 and ("in force" in page.text or "No policy has been applied" in page.text)
+
+
+def test_visualize_pictures_are_svg_images_of_what_one_sees(site: Site) -> None:
+    client = site.login("alice")
+    for kind in ("category_chart", "timeline", "domain_graph"):
+        picture = client.get(f"/ui/picture/{kind}.svg")
+        assert picture.status_code == 200 and picture.headers["content-type"].startswith("image/svg+xml")
+        assert picture.text.startswith("<svg") and "Noto Sans CJK JP" in picture.text
+    memory_map = client.get("/ui/picture/memory_map.svg", params={"center": site.ids["hostile"]})
+    assert memory_map.status_code == 200 and "<script>" not in memory_map.text
+    assert client.get("/ui/picture/nope.svg").status_code == 400
+    bob = site.login("bob")
+    assert (
+        bob.get("/ui/picture/memory_map.svg", params={"center": site.ids["alice_private"]}).status_code == 404
+    )

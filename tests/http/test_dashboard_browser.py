@@ -188,3 +188,26 @@ def test_a_hostile_vault_note_runs_nothing(page: Any, site: Site, shots: Path) -
     page.click("article.note >> text=the index")
     assert page.inner_text("h1.note-path") == "index.md"
     assert page.dialogs == []
+
+
+def test_admin_pages_and_a_screenshot_of_each(page: Any, site: Site, shots: Path) -> None:
+    login(page, site, "alice")
+    page.click("nav >> text=Discussions")
+    shoot(page, shots, "projects")
+    page.click("text=atlas")
+    shoot(page, shots, "project")
+    page.click("nav >> text=Audit")
+    page.click("text=Verify the hash chain")
+    assert "chain intact" in page.inner_text("#chain")
+    shoot(page, shots, "audit")
+    page.click("nav >> text=Policies")
+    shoot(page, shots, "policies")
+    page.click("nav >> text=Admin")
+    page.fill("input[name=name]", "erin")
+    page.click("text=Create a key")
+    key = page.inner_text("#new-key")
+    assert key.startswith("mh_")
+    shoot(page, shots, "admin")
+    page.goto(site.base + "/ui/admin")
+    assert key not in page.content()
+    assert page.dialogs == []

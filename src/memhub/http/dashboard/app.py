@@ -328,6 +328,7 @@ class Dashboard:
             Route("/ui/audit", p(handlers.audit, admin=True)),
             Route("/ui/audit/verify", p(handlers.verify, tool_class="admin", admin=True), methods=["POST"]),
             Route("/ui/policies", p(handlers.policies, admin=True)),
+            Route("/ui/picture/{kind}.svg", p(handlers.picture)),
             Route("/ui/vault", p(handlers.vault)),
             Route("/ui/vault/note", p(handlers.note)),
             Mount("/ui/static", app=StaticFiles(directory=HERE / "static"), name="static"),

@@ -12,6 +12,8 @@ from starlette.responses import RedirectResponse, Response
 
 from memhub.core.errors import invalid
 from memhub.http.dashboard import markdown
+from memhub.services.assoc import models as assoc_models
+from memhub.services.assoc import visualize as assoc_visualize
 from memhub.services.dashboard import admin, details, finder
 from memhub.services.dashboard.overview import OverviewCache, engine_state
 from memhub.services.decisions import proposals
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MAX_QUERY = 500
+PICTURES = ("domain_graph", "timeline", "category_chart", "memory_map", "stats_dashboard")
 HIDDEN = {
     "text_by_boundary": "keyword hits of a boundary class you may not see",
     "vector_by_boundary": "nearest neighbours of a boundary class you may not see",
@@ -144,6 +147,20 @@ class Pages:
         read = await vault_reading.vault_read(call, vault_models.ReadInput(path=path, full=True))
         shown = Markup(markdown.render(read.text, _parent(path)))
         return c.render("note.html", path=path, html=shown, truncated=read.truncated, parent=_parent(path))
+
+    async def picture(self, c: Context) -> Response:
+        """A `visualize` rendering as an SVG image (the tool's own code and visibility)."""
+        kind = c.request.path_params["kind"]
+        if kind not in PICTURES:
+            raise invalid(f"unknown picture {kind!r}")
+        center = c.request.query_params.get("center")
+        args = assoc_models.VisualizeInput.model_validate(
+            {"type": kind, "format": "svg", **({"center_memory_id": center} if center else {})}
+        )
+        call = Call(c.runtime, c.principal, "dashboard.visualize", read_only=True)
+        out = await assoc_visualize.visualize(call, args)
+        await call.record("ok")
+        return Response(out.content, media_type="image/svg+xml")
 
     # -- admin ------------------------------------------------------------------------------------
 
