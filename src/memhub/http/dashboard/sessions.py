@@ -87,6 +87,7 @@ class Sessions:
         for sid, s in list(self._by_id.items()):
             if now > s.ends_at or now - s.seen_at > self.idle_s:
                 del self._by_id[sid]
-        while len(self._by_id) >= MAX_SESSIONS:  # still full: the least recently seen go
-            oldest = min(self._by_id.values(), key=lambda s: s.seen_at)
-            del self._by_id[oldest.sid]
+        if len(self._by_id) >= MAX_SESSIONS:  # still full: anonymous ones go first, then the idlest
+            ranked = sorted(self._by_id.values(), key=lambda s: (s.principal is not None, s.seen_at))
+            for session in ranked[: len(self._by_id) - MAX_SESSIONS // 2]:
+                del self._by_id[session.sid]
