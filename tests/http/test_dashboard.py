@@ -368,3 +368,14 @@ def test_visualize_pictures_are_svg_images_of_what_one_sees(site: Site) -> None:
     assert (
         bob.get("/ui/picture/memory_map.svg", params={"center": site.ids["alice_private"]}).status_code == 404
     )
+
+
+def test_bad_parameters_are_plain_refusals(site: Site) -> None:
+    client = site.login("alice")
+    assert client.get("/ui/picture/memory_map.svg", params={"center": "x" * 5000}).status_code == 400
+    odd = client.get("/ui/search", params={"q": "deploy\x00pipeline"})
+    assert odd.status_code == 200 and "Traceback" not in odd.text
+    assert client.get("/ui/search", params={"q": "x" * 600}).status_code == 400
+    assert client.get("/ui/item/999999").status_code == 404
+    assert client.get("/ui/projects/999999").status_code == 404
+    assert client.get("/ui/proposals/x.md/accept").status_code == 405

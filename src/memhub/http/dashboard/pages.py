@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from markupsafe import Markup
+from pydantic import ValidationError
 from starlette.responses import RedirectResponse, Response
 
 from memhub.core.errors import invalid
@@ -154,9 +155,12 @@ class Pages:
         if kind not in PICTURES:
             raise invalid(f"unknown picture {kind!r}")
         center = c.request.query_params.get("center")
-        args = assoc_models.VisualizeInput.model_validate(
-            {"type": kind, "format": "svg", **({"center_memory_id": center} if center else {})}
-        )
+        try:
+            args = assoc_models.VisualizeInput.model_validate(
+                {"type": kind, "format": "svg", **({"center_memory_id": center} if center else {})}
+            )
+        except ValidationError:
+            raise invalid("center must be a memory id such as mem_12") from None
         call = Call(c.runtime, c.principal, "dashboard.visualize", read_only=True)
         out = await assoc_visualize.visualize(call, args)
         await call.record("ok")

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
+from pydantic import ValidationError
 
 from memhub.core.errors import MemhubError
 from memhub.core.models import Principal
@@ -168,6 +169,9 @@ async def search_all(runtime: Runtime, principal: Principal, query: str) -> Foun
             await call.record("ok")
         except MemhubError as exc:
             found.unavailable[name] = exc.message
+            await call.record("error")
+        except ValidationError as exc:  # the toolset's own input rules (query length, say)
+            found.unavailable[name] = "; ".join(str(e["msg"]) for e in exc.errors()[:2])
             await call.record("error")
 
     async with anyio.create_task_group() as group:  # the toolsets' searches side by side
