@@ -18,10 +18,11 @@ from memhub.core.models import GlobalRole, Principal
 from memhub.core.settings import Settings
 from memhub.http.guard import GuardPolicy, default_hosts, default_origins
 from memhub.http.metrics import Metrics
+from memhub.http.sessions import SessionTable
 from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
 from memhub.mcp.toolkit import Toolset
-from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, VectorIndex, make_embedder
+from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, make_embedder, vector_search_for
 from memhub.services.ratelimit import Limit, RateLimiter
 from memhub.services.runtime import Runtime
 from memhub.services.vault.state import VaultState
@@ -42,6 +43,7 @@ class Container:
     toolsets: tuple[str, ...]  # the toolsets served
     limiter: RateLimiter  # per principal (the call pipeline's)
     tool_classes: dict[str, str]  # tool name -> rate-limit class, for the HTTP layer
+    sessions: SessionTable | None = None  # open HTTP sessions (built with the guard policy)
 
     def gauges(self) -> dict[str, float]:
         """State read at scrape time for /metrics."""
@@ -53,8 +55,10 @@ class Container:
             values["embedder_ready"] = float(runtime.embedding.ready)
             values["embedder_queue_depth"] = float(runtime.embedding.queue_depth)
         if runtime.search is not None and runtime.search.vectors is not None:
-            values["vectors_indexed"] = float(len(runtime.search.vectors))
+            values["vectors_indexed"] = float(runtime.search.vectors.size())
             values["search_vector_timeouts_total"] = float(runtime.search.vector_timeouts)
+        if self.sessions is not None:
+            values["http_sessions"] = float(len(self.sessions))
         if runtime.backfill is not None:
             values["backfill_embedded_total"] = float(runtime.backfill.embedded)
             values["backfill_backlog"] = float(runtime.backfill.backlog)
@@ -91,7 +95,11 @@ class Container:
                 claim=settings.jwt_claim,
             )
         return Authenticator(
-            self.runtime.store, settings.project, api_keys=settings.auth == "apikey", verifier=verifier
+            self.runtime.store,
+            settings.project,
+            api_keys=settings.auth == "apikey",
+            verifier=verifier,
+            local_user=settings.user,
         )
 
     def guard_policy(self) -> GuardPolicy:
@@ -104,6 +112,7 @@ class Container:
             "admin": Limit(settings.rate_limit_ip_admin),
         }
         ip_limiter = RateLimiter(ip_limits, self.limiter.clock)
+        self.sessions = SessionTable(settings.max_sessions, settings.max_sessions_per_principal)
 
         def audit(outcome: str, detail: dict[str, Any]) -> None:
             runtime.deferred.event("anonymous", "http.auth", outcome, detail, runtime.now())
@@ -119,6 +128,7 @@ class Container:
             principal_limiter=self.limiter,
             tool_classes=self.tool_classes,
             local=self.principal,
+            sessions=self.sessions,
         )
 
     def close(self) -> None:
@@ -160,7 +170,7 @@ def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.RE
     embedding = vectors = backfill = None
     if embedder is not None:
         embedding = EmbeddingService(embedder)
-        vectors = VectorIndex(store, embedding.id, embedding.dim)
+        vectors = vector_search_for(store, embedding.id, embedding.dim)
         backfill = VectorBackfill(store, embedding, vectors)
     engine = SearchEngine(store, embedding, vectors)
     runtime = Runtime(

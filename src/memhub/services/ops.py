@@ -18,6 +18,8 @@ from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid, not_fo
 from memhub.services.runtime import Runtime
 from memhub.store.base import BACKUP_PARTS, Backups, Checks, FileSize
 
+# What `health` says about the whole store's content and activity: the admin role only.
+STORE_WIDE = ("vectors_indexed", "embedder_queue", "vectors_pending")
 HEALTH_CHECK_MAX_AGE_S = 300.0  # health re-reads the whole file at most this often
 REPORT_SECONDS = 1.0  # progress of a reindex is reported this often
 REINDEX_BATCH = 64
@@ -157,8 +159,8 @@ async def restore(runtime: Runtime, path: Path, *, apply: bool) -> RestoreResult
         return RestoreResult(path, False)
     await runtime.in_thread(runtime.deferred.flush)  # the current file's pending events first
     await runtime.in_thread(lambda: store.restore_from(path))
-    if runtime.search is not None and runtime.search.vectors is not None:
-        await runtime.in_thread(runtime.search.vectors.reset)
+    if runtime.search is not None:
+        await runtime.in_thread(runtime.search.reset_vectors)
     if runtime.backfill is not None:
         runtime.backfill.reset()
     return RestoreResult(path, True)

@@ -5,8 +5,9 @@ call changes nothing. `Tx` is the union of six narrow protocols (items, people, 
 vectors, audit, maintenance); code that needs one concern may ask for just that one.
 
 Every read of items takes a `Viewer` and applies the backend's single visibility filter
-(scope, project membership, session, owner, boundary class, expiry). `tests/store/` holds the
-contract tests: a second backend joins them by adding one parameter to the `store` fixture.
+(scope, project membership, session, owner, boundary class, expiry), written once for every
+SQL backend in `store/sql/`. `tests/store/` holds the contract tests: a second backend joins
+them with one entry in `tests/store/backends.py`.
 
 `Store` hands out transactions and the change feeds the in-process indexes follow. What only
 a file-backed store can do (backups, integrity checks, file size, a change probe) are
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memhub.core.models import ProjectRole, Viewer
+from memhub.store.crypto import ContentCipher
 from memhub.store.rows import (
     GROUPABLE,
     UPDATABLE,
@@ -278,6 +280,7 @@ class Store(Protocol):
     """A database: hands out transactions and the change feeds the in-process indexes follow."""
 
     location: str
+    backend: str  # "sqlite", ...: picks the implementations that suit it (vector search)
 
     def transaction(self, *, write: bool) -> AbstractContextManager[Tx]:
         """A read transaction sees one snapshot and never waits for writers; a write
@@ -313,6 +316,15 @@ class Encryption(Protocol):
     def rotate_encryption(self, new_key: bytes | None) -> int:
         """Re-encrypt every item's text under `new_key` (None: plaintext); items rewritten."""
         ...
+
+
+@runtime_checkable
+class Sealing(Protocol):
+    """The store's content cipher (None: not encrypted), for what memhub keeps beside the store
+    (proposal files): sealed when the store's text is."""
+
+    @property
+    def cipher(self) -> ContentCipher | None: ...
 
 
 @runtime_checkable

@@ -138,9 +138,13 @@ class Dashboard:
         return request.client.host if request.client else "unknown"
 
     def _limited(self, request: Request, principal: str | None, tool_class: str) -> Verdict | None:
-        """Spend one call of `tool_class` from the client IP's and the principal's buckets."""
+        """Spend one call of `tool_class` from the principal's bucket, and from the client IP's
+        for a write or admin form (the guard in front has spent the IP's read already, as it
+        does for every request that is not a tool call)."""
         refused: Verdict | None = None
-        checks: list[tuple[Any, str]] = [(self.policy.ip_limiter, f"ip:{self._client(request)}")]
+        checks: list[tuple[Any, str]] = []
+        if tool_class != "read":
+            checks.append((self.policy.ip_limiter, f"ip:{self._client(request)}"))
         if principal is not None:
             checks.append((self.policy.principal_limiter, principal))
         for limiter, key in checks:
@@ -267,9 +271,7 @@ class Dashboard:
         secret = credential.strip() if isinstance(credential, str) else ""
         headers: Mapping[str, str] = {"authorization": f"Bearer {secret}"} if secret else {}
         principal, reason = await anyio.to_thread.run_sync(authenticate, headers)
-        if principal is None:
-            if limiter is not None:
-                limiter.take(ip, "read")
+        if principal is None:  # this request already spent a read of the IP (the guard)
             if self.policy.audit is not None:
                 detail = {"path": "/ui/login", "client": self._client(request), "reason": reason}
                 await anyio.to_thread.run_sync(self.policy.audit, "unauthorized", detail)

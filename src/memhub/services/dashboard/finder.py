@@ -95,7 +95,7 @@ def _hit(group: str, row: ItemRow, public: str, score: float, projects: dict[int
 async def _memories(call: Call, query: str, found: Found) -> None:
     explain = Explanation()
     where = ItemQuery(kinds=(MEMORY, VAULT_NOTE))
-    memories, _ = await assoc_search.ranked(
+    memories, _, _note = await assoc_search.ranked(
         call, query, where, assoc_search.scope(None, None, None), SEMANTIC.limit, SEMANTIC.threshold,
         explain=explain,
     )  # fmt: skip

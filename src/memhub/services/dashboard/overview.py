@@ -95,6 +95,6 @@ def engine_state(runtime: Runtime) -> Engine:
         ready=embedding.ready if embedding is not None else False,
         queue=embedding.queue_depth if embedding is not None else 0,
         backlog=backfill.backlog if backfill is not None else 0,
-        vectors=len(vectors) if vectors is not None else 0,
+        vectors=vectors.size() if vectors is not None else 0,
         store_bytes=store.file_size() if isinstance(store, FileSize) else None,
     )

@@ -4,12 +4,17 @@ Idempotent per (claim, caller, time bucket): the first signal in a bucket counts
 (a retry, a double click) is acknowledged and changes nothing. The bucket is
 `floor(unix time / MEMHUB_PCE_FEEDBACK_BUCKET_S)` (default one hour). The quality rule is
 `ranking.update_quality` (docs/ranking.md).
+
+Feedback changes a claim's ranking for everyone who reads it, so it is a write: the caller
+must be allowed to change the claim (`access.may_modify`: its author, or an owner or editor
+of its project). A project viewer may read a claim but not rate it (BOUNDARY_DENIED, 403).
 """
 
 from __future__ import annotations
 
 from memhub.core.clock import parse_iso
 from memhub.core.errors import ErrorKind
+from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
 from memhub.services.pce.claims import CLAIM, parse_clm
@@ -32,6 +37,13 @@ async def feedback(call: Call, args: m.FeedbackInput) -> m.FeedbackResult:
         row = tx.get_item(viewer, item_id, (CLAIM,)) if item_id is not None else None
         if row is None:
             raise pce_error(ErrorKind.NOT_FOUND, "UNKNOWN_CLAIM", f"claim {args.claim_id[:40]} not found")
+        if not access.may_modify(tx, call.principal, row):
+            raise pce_error(
+                ErrorKind.FORBIDDEN,
+                "BOUNDARY_DENIED",
+                f"feedback on claim {args.claim_id[:40]} needs write access: a viewer of its project"
+                " may read it but not rate it",
+            )
         bucket = int(parse_iso(call.at).timestamp() // bucket_s)  # the call's time (injectable clock)
         fresh = tx.add_feedback(row.id, call.principal.id, bucket, args.signal, args.score)
         if fresh:
