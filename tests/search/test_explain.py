@@ -6,12 +6,15 @@ the explanation's final scores equal the `search` tool's, its cosines the engine
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 from mcp import Client
 from tests.conftest import make_settings
 from tests.helpers import ok
 from tests.mcp.conftest import backfill_running, settled
+from tests.store.backends import Backend
 
 from memhub.cli.container import build_container
 from memhub.core.models import Principal
@@ -34,8 +37,10 @@ def test_fusion_records_ranges_and_the_weight_used() -> None:
     assert rrf.vector == {2: 0.9} and set(rrf.fused) == {1, 2}
 
 
-async def test_explanations_equal_the_tools_ranking(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    container = build_container(make_settings(tmp_path, embedder="hash", toolsets=("assoc", "decisions")))
+async def test_explanations_equal_the_tools_ranking(tmp_path: Path, backend: Backend) -> None:
+    container = build_container(
+        make_settings(tmp_path, backend, embedder="hash", toolsets=("assoc", "decisions"))
+    )
     runtime = container.runtime
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(container.run_background)
@@ -68,8 +73,8 @@ async def test_explanations_equal_the_tools_ranking(tmp_path) -> None:  # type: 
     container.close()
 
 
-async def test_explain_never_changes_the_hits(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    container = build_container(make_settings(tmp_path, embedder="none", toolsets=("assoc",)))
+async def test_explain_never_changes_the_hits(tmp_path: Path, backend: Backend) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("assoc",)))
     async with Client(container.server) as client:
         for n in range(12):
             await ok(client, "memory", action="store", content=f"deploy pipeline step {n}", domain="global")
