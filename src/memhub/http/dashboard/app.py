@@ -1,4 +1,4 @@
-"""The web dashboard: server-rendered pages at `/` and `/ui/…` on every HTTP listener.
+"""The web dashboard: server-rendered pages at `/` and `/ui/…` on the listener serving `/mcp`.
 
 `with_dashboard(api, …)` puts the dashboard in front of a listener's guarded API app: `/` and
 `/ui…` go to the dashboard (itself behind the same guard for Host, Origin, body size and the
@@ -8,10 +8,10 @@ through the caller's principal, so a person sees exactly what their key may see.
 
 Security: a login form takes an API key or a JWT by POST (never in a URL) and checks it with
 the API's own authenticator; the session lives in this process behind a signed, HttpOnly,
-SameSite=Strict cookie (Secure under TLS); every POST needs the session's CSRF token; each
-request spends the principal's and the client IP's rate-limit buckets like a tool call of
-the same class (pages: read, forms: write, accepting a proposal: admin); refused logins
-spend the IP's read bucket and are audited as `http.auth` like refused API calls; every
+SameSite=Strict cookie (Secure under TLS); every POST needs the session's CSRF token; the guard
+spends the client IP's read for every request, a page the principal's bucket of its class
+(pages: read, forms: write, accepting a proposal: admin) and a form the IP's of its class;
+refused logins are audited as `http.auth` like refused API calls; every
 response carries a strict Content-Security-Policy (no inline script) and templates escape
 everything (Jinja2 autoescape).
 """
