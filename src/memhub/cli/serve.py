@@ -76,6 +76,7 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
     import uvicorn
 
     from memhub.http.app import HttpOptions, build_http_app
+    from memhub.http.dashboard.app import with_dashboard
 
     settings = container.settings
     options = HttpOptions(
@@ -92,6 +93,8 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
         options=options,
         guard=policy,
     )
+    if "http" in listener.transports:  # the web dashboard at / (http/dashboard/)
+        app = with_dashboard(app, container.runtime, policy, secure=bool(settings.tls_cert))
     config = uvicorn.Config(
         app,
         host=settings.host,
