@@ -14,7 +14,7 @@ async def _accept(call: Call, args: m.AcceptInput) -> m.BaseResponse:
     return await proposals.accept(call, args.proposal_id, args.secret)
 
 
-TOOLS = [
+TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the checker
     ToolSpec(
         "record_decision",
         "Record a decision (marked [via MCP]) in the current project. Its text never changes.",
@@ -59,7 +59,7 @@ TOOLS = [
         rate_class="admin",
         max_payload=4 * 1024,
     ),
-]
+)
 
 TOOLSET = Toolset(
     "decisions",

@@ -37,7 +37,7 @@ async def policy_version(runtime: Runtime) -> str:
     return await runtime.in_thread(read)
 
 
-TOOLS = [
+TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the checker
     ToolSpec(
         "pce.memory.activate",
         "Build an active context: the claims that matter for a task, ranked and boundary-checked "
@@ -114,7 +114,7 @@ TOOLS = [
         timeout_s=10.0,
         rate_class="admin",
     ),
-]
+)
 
 TOOLSET = Toolset(
     "pce",

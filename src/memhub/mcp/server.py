@@ -82,7 +82,7 @@ def build_mcp_server(
 ) -> Server[Any]:
     served = registry.select(toolsets, available)
     pipeline = Pipeline(runtime, observe, output_filters, limiter)
-    tools: dict[str, tuple[ToolSpec, Toolset]] = {}
+    tools: dict[str, tuple[ToolSpec[Any, Any], Toolset]] = {}
     for toolset in served:
         for spec in toolset.tools:
             if spec.name in tools:

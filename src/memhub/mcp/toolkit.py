@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 import mcp_types as types
@@ -33,10 +33,13 @@ from memhub.core.models import Principal
 from memhub.mcp.schema import compact_schema
 from memhub.services.ratelimit import RateLimiter
 from memhub.services.runtime import Call, Progress, Runtime
+from memhub.store.base import Tx
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Call, Any], Awaitable[BaseModel]]
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
+Handler = Callable[[Call, InT], Awaitable[OutT]]  # (call, validated input) -> output model
 ErrorRenderer = Callable[[MemhubError, CallContext], dict[str, Any]]
 OutputFilter = Callable[[Call, dict[str, Any]], dict[str, Any]]  # e.g. redaction before send
 IdentityResolver = Callable[[Any], Principal]  # transport request (None on stdio) -> caller
@@ -50,12 +53,16 @@ DEFAULT_TIMEOUT = 30.0  # seconds
 
 
 @dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(Generic[InT, OutT]):
+    """One tool. Generic over its input and output models, so the type checker rejects a
+    handler that takes another input model or returns another output model than the spec
+    publishes (tests/mcp/test_typed_specs.py runs mypy on such a spec)."""
+
     name: str
     description: str
-    input_model: type[BaseModel]
-    output_model: type[BaseModel]
-    handler: Handler
+    input_model: type[InT]
+    output_model: type[OutT]
+    handler: Handler[InT, OutT]
     read_only: bool
     destructive: bool = False
     idempotent: bool = False
@@ -74,7 +81,7 @@ class ToolSpec:
 class Toolset:
     name: str
     render_error: ErrorRenderer
-    tools: Sequence[ToolSpec]
+    tools: Sequence[ToolSpec[Any, Any]]
     instructions: str = ""  # what an agent should know about these tools (server instructions)
     output_filter: OutputFilter | None = None  # applied to every successful result of its tools
     resources: Sequence[ResourceSpec] = ()
@@ -145,7 +152,7 @@ def _payload_size(arguments: Mapping[str, Any]) -> int:
         return math.inf  # type: ignore[return-value]  # not JSON at all: over any limit
 
 
-def _rate_limit(pipeline: Pipeline, principal: Principal, spec: ToolSpec) -> None:
+def _rate_limit(pipeline: Pipeline, principal: Principal, spec: ToolSpec[Any, Any]) -> None:
     if pipeline.limiter is None:
         return
     verdict = pipeline.limiter.take(principal.id, spec.limit_class)
@@ -185,7 +192,7 @@ class Pipeline:
 
 
 async def invoke(
-    spec: ToolSpec,
+    spec: ToolSpec[Any, Any],
     toolset: Toolset,
     pipeline: Pipeline,
     principal: Principal,
@@ -259,7 +266,7 @@ async def _with_policy_version(toolset: Toolset, runtime: Runtime, context: Call
         return context
 
 
-def published_tool(spec: ToolSpec) -> types.Tool:
+def published_tool(spec: ToolSpec[Any, Any]) -> types.Tool:
     """The tool as `tools/list` shows it: compact input and output schemas, annotations.
 
     An output schema that says no more than "an object" is left out (the result is still
@@ -275,7 +282,7 @@ def published_tool(spec: ToolSpec) -> types.Tool:
     )
 
 
-def tool_hints(spec: ToolSpec) -> types.ToolAnnotations | None:
+def tool_hints(spec: ToolSpec[Any, Any]) -> types.ToolAnnotations | None:
     """The behaviour hints clients act on. A destructive tool that writes is exactly what the
     MCP defaults say (readOnlyHint false, destructiveHint true), so it publishes none; the
     others state both. Idempotent only when true; no repeated title; no `openWorldHint`
@@ -290,11 +297,11 @@ def tool_hints(spec: ToolSpec) -> types.ToolAnnotations | None:
     )
 
 
-def transactional(fn: Callable[[Any, Principal, Any], BaseModel]) -> Handler:
+def transactional(fn: Callable[[Tx, Principal, InT], OutT]) -> Handler[InT, OutT]:
     """A handler running a service function `fn(tx, actor, args)` in the call's one
     transaction: a read transaction for a read-only tool, a write transaction otherwise."""
 
-    async def handler(call: Call, args: Any) -> BaseModel:
+    async def handler(call: Call, args: InT) -> OutT:
         return await call.run(lambda tx: fn(tx, call.principal, args))
 
     return handler

@@ -9,7 +9,7 @@ from memhub.services.vault import models as m
 
 _FLOW = " Flow: find, scan, coverage, audit; follow next_actions until stop."
 
-TOOLS = [
+TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the checker
     ToolSpec(
         "vault_ls",
         "List one folder of the vault (files with their size, folders), by name.",
@@ -118,6 +118,6 @@ TOOLS = [
         read_only=True,
         title="Search notes",
     ),
-]
+)
 
 TOOLSET = Toolset("vault", errors.render, TOOLS)
