@@ -20,7 +20,7 @@ from mcp import StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[1]
 MEMHUB = str(Path(sys.executable).with_name("memhub"))
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("MEMHUB_SHARED") or REPO.parent / "shared")  # the seeds and tools
 
 FTS_TRICKS = ['"', "*", "NEAR(", "OR", 'a" OR "b', "AND NOT", "-x", "col:val", "^start", "(((", "'", "%_"]
 

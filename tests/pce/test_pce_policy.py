@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memhub.services.pce.policies import sign
+from tests.helpers import SHARED
 from tests.pce.conftest import Pce
 
 pytestmark = pytest.mark.anyio
 
 SEED_26 = json.loads(
-    (Path(__file__).resolve().parents[2].parent / "shared" / "seeds" / "000_83c6bdc56f1ec8a5.txt")
+    (SHARED / "seeds" / "000_83c6bdc56f1ec8a5.txt")
     .read_text(encoding="utf-8")
     .split("**Example (apply policy with retrieval params)**")[1]
     .split("```json")[1]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memhub.core.errors import CallContext, ErrorKind, MemhubError
+from memhub.core.errors import CallContext, ErrorKind, MemhubError, Unauthorized
 from memhub.policy.model import (
     DEFAULT_DOC,
     allowed_classes,
@@ -95,7 +95,7 @@ def test_error_codes_and_http_status() -> None:
         body = errors.render(MemhubError(ErrorKind.TIMEOUT, "slow"), CallContext(tool, "pce", "r", "t"))
         assert body["error"]["code"] == code and body["error"]["details"]["reason"] == "timeout"
         assert body["policy_version"] == "0.0.0"
-    unauthorized = errors.render(MemhubError(ErrorKind.FORBIDDEN, "no key", code="UNAUTHORIZED"), ctx)
+    unauthorized = errors.render(Unauthorized("no key"), ctx)
     assert unauthorized["error"]["details"] == {"http": 401}
 
 

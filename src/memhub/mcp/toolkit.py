@@ -28,7 +28,7 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
-from memhub.core.errors import CallContext, ErrorKind, MemhubError
+from memhub.core.errors import CallContext, ErrorKind, InvalidArguments, MemhubError
 from memhub.core.models import Principal
 from memhub.mcp.schema import compact_schema
 from memhub.services.ratelimit import RateLimiter
@@ -143,6 +143,16 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(parts[:8])
 
 
+def invalid_arguments(exc: ValidationError) -> InvalidArguments:
+    """The INVALID error of a call whose arguments failed validation; it names the parameter
+    of the first problem, so a toolset can give it its own code (pce's INVALID_SCOPE)."""
+    first = exc.errors(include_url=False)[:1]
+    field = None
+    if first and first[0]["loc"] and first[0]["type"] not in ("missing", "extra_forbidden"):
+        field = str(first[0]["loc"][0])
+    return InvalidArguments(validation_message(exc), field=field)
+
+
 def _payload_size(arguments: Mapping[str, Any]) -> int:
     try:
         return len(
@@ -226,7 +236,7 @@ async def invoke(
             try:
                 args = spec.input_model.model_validate(dict(arguments))
             except ValidationError as exc:
-                raise MemhubError(ErrorKind.INVALID, validation_message(exc)) from None
+                raise invalid_arguments(exc) from None
             with anyio.fail_after(spec.timeout_s):
                 output = await spec.handler(call, args)
         except TimeoutError:

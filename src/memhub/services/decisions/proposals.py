@@ -254,7 +254,7 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
     left = time_left(call, proposal)
     if left > 0:
         window = _duration(call.runtime.config.review_window_s)
-        raise errors.pi1(
+        raise errors.PI1Violation(
             f"proposal {proposal.name} is in its {window} review window; {_duration(left)} left",
             math.ceil(left),
         )

@@ -102,7 +102,7 @@ def check_replaceable(actor: Principal, old: Sequence[DecisionRecord], *, isolat
     if isolation and actor.via == "mcp":
         human = [r.public_id for r in old if r.human]
         if human:
-            raise errors.isolation(
+            raise errors.IsolationViolation(
                 f"{', '.join(human)} was recorded by a person; an agent may not supersede it "
                 "(write a proposal for a person to accept)"
             )
@@ -276,7 +276,7 @@ async def deprecate(call: Call, decision_id: str, reason: str) -> DecisionRecord
         if record.status in ("superseded", "deprecated"):
             raise conflict(f"{record.public_id} is already {record.status}")
         if actor.via == "mcp" and record.human:
-            raise errors.isolation(f"{record.public_id} was recorded by a person")
+            raise errors.IsolationViolation(f"{record.public_id} was recorded by a person")
         decision_model.deprecate(tx, actor, record, reason.strip())
         row = tx.get_item(access.viewer(tx, actor), record.id, kinds=(DECISION,))
         assert row is not None

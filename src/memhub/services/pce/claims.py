@@ -29,7 +29,7 @@ from memhub.policy.model import CLASSES, Policy
 from memhub.policy.redact import classify, scan
 from memhub.services import access
 from memhub.services.pce import models as m
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.errors import BoundaryDenied, Duplicate, InvalidBoundary, InvalidScope, UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, NewItem, Tx
@@ -84,12 +84,10 @@ def place(tx: Tx, actor: Principal, scope: str) -> Place:
             access.project(tx, actor, project.id, access.Need.WRITE)
         except MemhubError as exc:
             if exc.kind is ErrorKind.FORBIDDEN:  # a viewer of the project
-                raise pce_error(
-                    ErrorKind.FORBIDDEN, "BOUNDARY_DENIED", f"project scope: {exc.message}"
-                ) from None
+                raise BoundaryDenied(f"project scope: {exc.message}") from None
             if exc.kind not in (ErrorKind.INVALID, ErrorKind.NOT_FOUND):
                 raise
-            raise pce_error(ErrorKind.INVALID, "INVALID_SCOPE", f"project scope: {exc.message}") from None
+            raise InvalidScope(f"project scope: {exc.message}") from None
         return Place(STORE_SCOPES["project"], project.id, None)
     if scope == "session":
         session = access.current_session(tx, actor)
@@ -137,9 +135,7 @@ def _check_boundary(text: str, declared: str) -> None:
     order: dict[str, int] = {name: rank for rank, name in enumerate(CLASSES)}
     if needed != "internal" and order[needed] > order[declared]:
         kinds = sorted({f.kind for f in findings if f.category == needed})
-        raise pce_error(
-            ErrorKind.INVALID,
-            "INVALID_BOUNDARY",
+        raise InvalidBoundary(
             f"the text contains {needed} data ({', '.join(kinds)}): upsert it as boundary_class {needed}"
             " or redact it first (pce.memory.boundary.validate)",
             needed=needed,
@@ -189,9 +185,7 @@ def _entities(tx: Tx, call: Call, row: ItemRow, where: Place, args: m.UpsertInpu
         if relation.evidence_claim_id is not None:
             evidence = parse_clm(relation.evidence_claim_id)
             if evidence is None or tx.get_item(viewer, evidence, (CLAIM,)) is None:
-                raise pce_error(
-                    ErrorKind.NOT_FOUND,
-                    "UNKNOWN_CLAIM",
+                raise UnknownClaim(
                     f"evidence claim {relation.evidence_claim_id[:40]} not found",
                 )
         tx.upsert_link(ends[0], ends[1], RELATION, relation.type, 1.0)
@@ -218,9 +212,7 @@ async def upsert(call: Call, args: m.UpsertInput) -> m.UpsertResult:
         if existing is not None:
             same = existing.category == args.kind and existing.boundary_class == args.boundary_class
             if not same:
-                raise pce_error(
-                    ErrorKind.CONFLICT,
-                    "DUPLICATE",
+                raise Duplicate(
                     f"this text is already claim {clm(existing.id)} with kind {existing.category} and"
                     f" boundary_class {existing.boundary_class}",
                     existing_id=clm(existing.id),

@@ -19,14 +19,14 @@ from datetime import timedelta
 from typing import Any
 
 from memhub.core.clock import isoformat, parse_iso
-from memhub.core.errors import ErrorKind, invalid
+from memhub.core.errors import invalid
 from memhub.core.models import Principal
 from memhub.policy.model import Policy
 from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
 from memhub.services.pce.claims import CLAIM, parse_clm
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.errors import ContextExpired, UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import (
     Ranked,
@@ -71,11 +71,9 @@ def capped(policy: Policy, items: list[Ranked]) -> list[Ranked]:
 def _load(tx: Tx, caller: Principal, context_id: str, now: str) -> ActiveContextRow:
     row = tx.get_active_context(context_id) if _AC.match(context_id) else None
     if row is None or row.owner != caller.id:
-        raise pce_error(ErrorKind.NOT_FOUND, "UNKNOWN_CLAIM", f"active context {context_id[:70]} not found")
+        raise UnknownClaim(f"active context {context_id[:70]} not found")
     if now >= row.expires_at:
-        raise pce_error(
-            ErrorKind.NOT_FOUND,
-            "ACTIVE_CONTEXT_EXPIRED",
+        raise ContextExpired(
             f"active context {context_id} expired at {row.expires_at} (410 Gone): call activate again",
             expired_at=row.expires_at,
         )

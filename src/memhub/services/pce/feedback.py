@@ -9,11 +9,10 @@ Idempotent per (claim, caller, time bucket): the first signal in a bucket counts
 from __future__ import annotations
 
 from memhub.core.clock import parse_iso
-from memhub.core.errors import ErrorKind
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
 from memhub.services.pce.claims import CLAIM, parse_clm
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.errors import UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import boundary_viewer
 from memhub.services.runtime import Call
@@ -31,7 +30,7 @@ async def feedback(call: Call, args: m.FeedbackInput) -> m.FeedbackResult:
         viewer = boundary_viewer(tx, call, frozenset({"public", "internal", "pii"}))
         row = tx.get_item(viewer, item_id, (CLAIM,)) if item_id is not None else None
         if row is None:
-            raise pce_error(ErrorKind.NOT_FOUND, "UNKNOWN_CLAIM", f"claim {args.claim_id[:40]} not found")
+            raise UnknownClaim(f"claim {args.claim_id[:40]} not found")
         bucket = int(parse_iso(call.at).timestamp() // bucket_s)  # the call's time (injectable clock)
         fresh = tx.add_feedback(row.id, call.principal.id, bucket, args.signal, args.score)
         if fresh:

@@ -37,7 +37,7 @@ from memhub.services.pce.claims import (
     clm,
     to_claim,
 )
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.errors import BoundaryDenied, PolicyMissing
 from memhub.services.pce.policies import current
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
@@ -69,9 +69,7 @@ def check_tags(allow: list[str] | None) -> tuple[str, ...]:
     tags = tuple(dict.fromkeys(allow)) if allow else DEFAULT_ALLOW
     wild = [t for t in tags if "*" in t]
     if wild:
-        raise pce_error(
-            ErrorKind.FORBIDDEN,
-            "BOUNDARY_DENIED",
+        raise BoundaryDenied(
             "allow tags name a concrete purpose (answer:task, tool:contact-lookup);"
             " wildcards are for policies",
             tags=wild[:5],
@@ -82,9 +80,7 @@ def check_tags(allow: list[str] | None) -> tuple[str, ...]:
 async def policy_in_force(call: Call) -> Policy:
     policy = await call.read(current)
     if policy.builtin and call.runtime.config.pce_require_policy:
-        raise pce_error(
-            ErrorKind.UNAVAILABLE, "POLICY_MISSING", "no policy has been applied: run pce.memory.policy.apply"
-        )
+        raise PolicyMissing("no policy has been applied: run pce.memory.policy.apply")
     return policy
 
 
