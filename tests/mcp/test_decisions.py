@@ -16,6 +16,7 @@ from mcp import Client
 from memhub.auth.identity import Identity
 from memhub.cli.container import Container, build_container
 from memhub.core.clock import Clock, SystemClock
+from memhub.core.ids import DEC
 from memhub.core.models import Principal, ProjectRole
 from memhub.mcp.server import build_mcp_server
 from memhub.services import decision_model
@@ -316,7 +317,7 @@ async def test_state_aware_ranking_and_penalties(env: Env) -> None:
             tx, agent, project_id=project.id, title="Adopt Kafka", rationale="queue draft", target="queue",
             origin="decisions", draft=True,
         )  # fmt: skip
-    draft = decision_model.public_id(row.id)
+    draft = DEC(row.id)
     assert _scores(await _search(env, "Kafka", "balanced")) == [(draft, "draft", 0.4)]
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.services.decision_model import parse_id, public_id, target_key
+from memhub.core.ids import DEC
+from memhub.services.decision_model import target_key
 from memhub.services.decisions.ranking import (
     Candidate,
     components,
@@ -82,7 +83,7 @@ def test_components_are_whole_chains_oldest_first() -> None:
 
 
 def test_ids_and_targets() -> None:
-    assert public_id(42) == "dec_42"
-    assert parse_id("dec_42") == parse_id("42") == 42
-    assert parse_id("dec_0") is None and parse_id("x") is None and parse_id("dec_４２") is None
+    assert DEC(42) == "dec_42"
+    assert DEC.parse("dec_42") == DEC.parse("42") == 42
+    assert DEC.parse("dec_0") is None and DEC.parse("x") is None and DEC.parse("dec_４２") is None
     assert target_key(" Database_Policy ") == target_key("database  policy") == "database policy"

@@ -22,17 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from memhub.core.hashing import content_hash
-from memhub.core.models import Principal, Scope, Viewer
+from memhub.core.ids import DEC
+from memhub.core.models import Kind, Principal, Scope, Viewer
 from memhub.services import graph
 from memhub.store.base import ItemRow, NewItem, Tx
 
-DECISION = "decision"
 SUPERSEDES = "supersedes"  # new decision -> the decision it replaces
 DEPRECATES = "deprecates"  # a deprecation record -> the decision it retires
-DEPRECATION = "deprecation"  # the kind of a deprecation record (its body: the reason)
 STATUSES = ("active", "superseded", "deprecated", "draft")
 VIA_MCP = "[via MCP]"  # how an agent's decision is shown (seed 002)
-ID_PREFIX = "dec_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,21 +56,8 @@ class DecisionRecord:
 
     @property
     def public_id(self) -> str:
-        return public_id(self.id)
-
-
-def public_id(item_id: int) -> str:
-    """`dec_42`: how the decisions toolset shows a decision id (discussion shows 42)."""
-    return f"{ID_PREFIX}{item_id}"
-
-
-def parse_id(text: str) -> int | None:
-    """`dec_42` or `42` -> 42; anything else -> None."""
-    raw = text.strip().removeprefix(ID_PREFIX)
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
-        return None
-    value = int(raw)
-    return value if value >= 1 else None
+        """`dec_42`: how the decisions toolset shows a decision id (discussion shows 42)."""
+        return DEC(self.id)
 
 
 def marked(text: str, via: str) -> str:
@@ -117,7 +102,7 @@ def create(
         attrs["draft"] = True
     row = tx.insert_item(
         NewItem(
-            kind=DECISION,
+            kind=Kind.DECISION,
             owner=actor.id,
             scope=Scope.PROJECT,
             project_id=project_id,
@@ -139,11 +124,11 @@ def deprecate(tx: Tx, actor: Principal, decision: DecisionRecord, reason: str) -
     assert decision.project_id is not None
     row = tx.insert_item(
         NewItem(
-            kind=DEPRECATION,
+            kind=Kind.DEPRECATION,
             owner=actor.id,
             scope=Scope.PROJECT,
             project_id=decision.project_id,
-            title=f"deprecates {public_id(decision.id)}",
+            title=f"deprecates {DEC(decision.id)}",
             body=reason,
             attrs={"via": actor.via},
             content_hash=content_hash(str(decision.id), reason),
@@ -158,7 +143,9 @@ def chains(
 ) -> graph.Walk:
     """The supersede chains through `starts`: every decision the viewer may read within `depth`
     `supersedes` hops (either direction), with the links between them (the one graph walk)."""
-    return graph.walk(tx, viewer, starts, [SUPERSEDES], depth=depth, kinds=(DECISION,), max_nodes=max_nodes)
+    return graph.walk(
+        tx, viewer, starts, [SUPERSEDES], depth=depth, kinds=(Kind.DECISION,), max_nodes=max_nodes
+    )
 
 
 def records(tx: Tx, rows: Sequence[ItemRow]) -> list[DecisionRecord]:

@@ -37,9 +37,10 @@ from pydantic import ValidationError
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import MemhubError, conflict, forbidden, invalid, not_found
+from memhub.core.ids import DEC
 from memhub.services import access
 from memhub.services.access import Need
-from memhub.services.decision_model import DecisionRecord, public_id
+from memhub.services.decision_model import DecisionRecord
 from memhub.services.decisions import errors, service
 from memhub.services.decisions import models as m
 from memhub.services.runtime import Call
@@ -284,7 +285,7 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
         if not committed:  # the decision was not recorded: the proposal stays open
             for original in written:
                 _replace(original.path, original.text)
-    old = ", ".join(public_id(i) for i in record.supersedes)
+    old = ", ".join(DEC(i) for i in record.supersedes)
     replaced = f", superseding {old}" if old else ""
     return m.BaseResponse(
         status="success", message=f"proposal {proposal.name} accepted as {record.public_id}{replaced}"

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 from memhub.core.clock import parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid
-from memhub.core.models import Principal
+from memhub.core.ids import DEC
+from memhub.core.models import Kind, Principal
 from memhub.services import access, decision_model
 from memhub.services.access import Need
-from memhub.services.decision_model import DECISION, DecisionRecord, public_id
+from memhub.services.decision_model import DecisionRecord
 from memhub.services.decisions import errors, ranking
 from memhub.services.decisions import models as m
 from memhub.services.runtime import Call
@@ -39,7 +40,7 @@ def view(tx: Tx, record: DecisionRecord) -> m.DecisionView:
         title=record.title,
         target=record.target,
         status=record.status,
-        supersedes=[public_id(i) for i in record.supersedes],
+        supersedes=[DEC(i) for i in record.supersedes],
         consequences=list(record.consequences),
         via=record.via,
         project=project.name if project is not None else "",
@@ -62,7 +63,7 @@ def cooldown(tx: Tx, call: Call) -> None:
         return
     actor = call.principal
     last = tx.query_items(
-        access.viewer(tx, actor), ItemQuery(kinds=(DECISION,), owner=actor.id, order="id_desc", limit=1)
+        access.viewer(tx, actor), ItemQuery(kinds=(Kind.DECISION,), owner=actor.id, order="id_desc", limit=1)
     )
     if not last:
         return
@@ -82,8 +83,8 @@ def visible_decisions(tx: Tx, actor: Principal, ids: Sequence[str], what: str) -
     rows: list[ItemRow] = []
     seen: set[int] = set()
     for text in ids:
-        item_id = decision_model.parse_id(text)
-        row = tx.get_item(viewer, item_id, kinds=(DECISION,)) if item_id is not None else None
+        item_id = DEC.parse(text)
+        row = tx.get_item(viewer, item_id, kinds=(Kind.DECISION,)) if item_id is not None else None
         if row is None:
             raise invalid(f"{what}: {text} does not exist or is not visible to you")
         if row.id not in seen:
@@ -97,7 +98,7 @@ def check_replaceable(actor: Principal, old: Sequence[DecisionRecord], *, isolat
     successor). With `isolation`, an agent may not replace a person's decision."""
     for record in old:
         if record.status == "superseded":
-            heads = ", ".join(public_id(i) for i in record.superseded_by)
+            heads = ", ".join(DEC(i) for i in record.superseded_by)
             raise conflict(f"{record.public_id} is already superseded by {heads}; supersede that instead")
     if isolation and actor.via == "mcp":
         human = [r.public_id for r in old if r.human]
@@ -213,7 +214,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
     hits = await engine.search(
         viewer,
         args.query,
-        kinds=(DECISION,),
+        kinds=(Kind.DECISION,),
         k_txt=CANDIDATES,
         k_vec=CANDIDATES,
         k_final=CANDIDATES,
@@ -228,7 +229,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
         edges = [(link.src, link.dst) for link in walk.edges.values()]
         relevance = ranking.propagate(own, edges)
         ids = list(relevance)
-        rows = tx.query_items(viewer, ItemQuery(kinds=(DECISION,), ids=ids, limit=len(ids)))
+        rows = tx.query_items(viewer, ItemQuery(kinds=(Kind.DECISION,), ids=ids, limit=len(ids)))
         records = {r.id: r for r in decision_model.records(tx, rows)}
         candidates = [
             ranking.Candidate(
@@ -240,13 +241,13 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
         chains = ranking.components(records, edges) if args.mode == "audit" else {}
         return [
             m.SearchHit(
-                id=public_id(item.candidate.id),
+                id=DEC(item.candidate.id),
                 score=round(item.score, 6),
                 status=item.candidate.status,
                 preview=preview(records[item.candidate.id]),
-                kind=DECISION,
+                kind=Kind.DECISION,
                 target=records[item.candidate.id].target,
-                chain=[public_id(i) for i in chains[item.candidate.id]] if chains else None,
+                chain=[DEC(i) for i in chains[item.candidate.id]] if chains else None,
             )
             for item in ranked
         ]
@@ -278,7 +279,7 @@ async def deprecate(call: Call, decision_id: str, reason: str) -> DecisionRecord
         if actor.via == "mcp" and record.human:
             raise errors.IsolationViolation(f"{record.public_id} was recorded by a person")
         decision_model.deprecate(tx, actor, record, reason.strip())
-        row = tx.get_item(access.viewer(tx, actor), record.id, kinds=(DECISION,))
+        row = tx.get_item(access.viewer(tx, actor), record.id, kinds=(Kind.DECISION,))
         assert row is not None
         return decision_model.records(tx, [row])[0]
 
@@ -295,7 +296,7 @@ def listing(
     access.project(tx, actor, project.id, Need.READ, label=f"project {project.name!r}")
     rows = tx.query_items(
         access.viewer(tx, actor),
-        ItemQuery(kinds=(DECISION,), project_id=project.id, order="id_desc", limit=10_000),
+        ItemQuery(kinds=(Kind.DECISION,), project_id=project.id, order="id_desc", limit=10_000),
     )
     key = decision_model.target_key(target) if target else None
     found = [
@@ -318,7 +319,7 @@ def details(tx: Tx, actor: Principal, decision_id: str) -> dict[str, object]:
         "rationale": record.rationale,
         "author": record.author,
         "origin": record.origin,
-        "superseded_by": [public_id(i) for i in record.superseded_by],
-        "chain": [public_id(i) for i in chain],
+        "superseded_by": [DEC(i) for i in record.superseded_by],
+        "chain": [DEC(i) for i in chain],
         "shown_as": decision_model.marked(record.title, record.via),
     }

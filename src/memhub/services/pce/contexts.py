@@ -20,12 +20,12 @@ from typing import Any
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import invalid
-from memhub.core.models import Principal
+from memhub.core.ids import CLM
+from memhub.core.models import Kind, Principal
 from memhub.policy.model import Policy
 from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
-from memhub.services.pce.claims import CLAIM, parse_clm
 from memhub.services.pce.errors import ContextExpired, UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import (
@@ -83,15 +83,17 @@ def _load(tx: Tx, caller: Principal, context_id: str, now: str) -> ActiveContext
 def _items(tx: Tx, call_principal: Principal, row: ActiveContextRow, policy: Policy) -> list[dict[str, Any]]:
     """The AC's claims as they may be shown now (re-read through the visibility filter)."""
     entries: list[dict[str, Any]] = row.body["claims"]
-    ids = [i for e in entries if (i := parse_clm(e["id"])) is not None]
+    ids = [i for e in entries if (i := CLM.parse(e["id"])) is not None]
     viewer = access.viewer(
         tx, call_principal, sessions="own", boundaries=set(row.body["classes"]) - {"secret"}
     )
-    found = {r.id: r for r in tx.query_items(viewer, ItemQuery(kinds=(CLAIM,), ids=ids, limit=len(ids) or 1))}
+    found = {
+        r.id: r for r in tx.query_items(viewer, ItemQuery(kinds=(Kind.CLAIM,), ids=ids, limit=len(ids) or 1))
+    }
     out = []
     entities = entity_evidence(tx, viewer, list(found))
     for entry in entries:
-        item_id = parse_clm(entry["id"])
+        item_id = CLM.parse(entry["id"])
         rowi = found.get(item_id) if item_id is not None else None
         if rowi is None:
             continue

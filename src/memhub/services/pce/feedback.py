@@ -9,9 +9,10 @@ Idempotent per (claim, caller, time bucket): the first signal in a bucket counts
 from __future__ import annotations
 
 from memhub.core.clock import parse_iso
+from memhub.core.ids import CLM
+from memhub.core.models import Kind
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
-from memhub.services.pce.claims import CLAIM, parse_clm
 from memhub.services.pce.errors import UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import boundary_viewer
@@ -20,7 +21,7 @@ from memhub.store.base import Tx
 
 
 async def feedback(call: Call, args: m.FeedbackInput) -> m.FeedbackResult:
-    item_id = parse_clm(args.claim_id)
+    item_id = CLM.parse(args.claim_id)
     bucket_s = max(1, call.runtime.config.pce_feedback_bucket_s)
     call.detail.update(claim_id=args.claim_id[:40], signal=args.signal)
 
@@ -28,7 +29,7 @@ async def feedback(call: Call, args: m.FeedbackInput) -> m.FeedbackResult:
         policy = current(tx)
         # the claims a caller may rate are those it may read (pii included; never secret)
         viewer = boundary_viewer(tx, call, frozenset({"public", "internal", "pii"}))
-        row = tx.get_item(viewer, item_id, (CLAIM,)) if item_id is not None else None
+        row = tx.get_item(viewer, item_id, (Kind.CLAIM,)) if item_id is not None else None
         if row is None:
             raise UnknownClaim(f"claim {args.claim_id[:40]} not found")
         bucket = int(parse_iso(call.at).timestamp() // bucket_s)  # the call's time (injectable clock)

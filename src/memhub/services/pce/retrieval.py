@@ -20,7 +20,8 @@ from typing import Any
 from memhub.core.clock import parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.hashing import sha256_hex
-from memhub.core.models import Viewer
+from memhub.core.ids import CLM
+from memhub.core.models import Kind, Viewer
 from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
 from memhub.policy.redact import redact
 from memhub.search.engine import MAX_K
@@ -28,13 +29,10 @@ from memhub.services import access, graph
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
 from memhub.services.pce.claims import (
-    CLAIM,
-    ENTITY,
     MENTIONS,
     RELATION,
     STORE_SCOPES,
     age_days,
-    clm,
     to_claim,
 )
 from memhub.services.pce.errors import BoundaryDenied, PolicyMissing
@@ -99,7 +97,7 @@ def _scope_query(tx: Tx, call: Call, scopes: Sequence[str] | None) -> ItemQuery:
         tx.get_project_by_name(call.principal.default_project) if call.principal.default_project else None
     )
     return ItemQuery(
-        kinds=(CLAIM,),
+        kinds=(Kind.CLAIM,),
         scopes=[STORE_SCOPES[s] for s in wanted],
         scope_projects=[project.id] if project is not None else [],
     )
@@ -127,7 +125,7 @@ async def rank(
     )
     hybrid = doc.retrieval.hybrid
     hits = await engine.search(
-        viewer, query, kinds=(CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
+        viewer, query, kinds=(Kind.CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
         k_final=min(hybrid.k_txt + hybrid.k_vec, MAX_K), alpha=hybrid.alpha,
     )  # fmt: skip
     parts = ranking.components(hits, hybrid.alpha)
@@ -142,7 +140,7 @@ async def rank(
         if age * 86400 > ttl_seconds(doc.scope(pce_scope).ttl):
             continue  # past its scope's TTL under the policy in force
         if row.boundary_class not in allowed:
-            withheld.append(clm(row.id))
+            withheld.append(CLM(row.id))
             continue
         part = parts[row.id]
         rec = ranking.recency(age, rerank.half_life(row.category or "fact"))
@@ -184,7 +182,7 @@ def entity_evidence(tx: Tx, viewer: Viewer, claim_ids: Sequence[int]) -> dict[in
     for claim_id in claim_ids:
         walked = graph.walk(tx, viewer, [claim_id], (MENTIONS, RELATION), depth=2, max_nodes=MAX_ENTITIES)
         ids = walked.found()
-        query = ItemQuery(kinds=(ENTITY,), ids=ids, limit=len(ids) or 1)
+        query = ItemQuery(kinds=(Kind.ENTITY,), ids=ids, limit=len(ids) or 1)
         rows = {row.id: row for row in tx.query_items(viewer, query)}
         out[claim_id] = [
             m.Evidence(
@@ -304,7 +302,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResult:
     cursor = None
     if rest:
         cursor = encode_cursor({"f": print_, "at": as_of, "r": _pack([*returned, *(r.row.id for r in page)])})
-    call.detail["returned"] = [clm(r.row.id) for r in page]
+    call.detail["returned"] = [CLM(r.row.id) for r in page]
     found: dict[int, list[m.Evidence]] = {}
     if args.include_meta and page:
         found = await call.read(lambda tx: entity_evidence(tx, ranked.viewer, [r.row.id for r in page]))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memhub.core.hashing import content_hash
-from memhub.core.models import Scope, Viewer
+from memhub.core.models import Kind, Scope, Viewer
 from memhub.services.vault.config import SYNC_BATCH_FILES
 from memhub.services.vault.links import Names, links
 from memhub.services.vault.notes import Note, NoteCache, fold
@@ -27,7 +27,6 @@ from memhub.store.base import ItemQuery, NewItem, Tx
 if TYPE_CHECKING:
     from memhub.services.vault.state import Listing
 
-NOTE = "note"
 WIKI_LINK = "wiki_link"
 ALL_NOTES = 10_000_000
 
@@ -89,7 +88,7 @@ class NoteIndex:
     def _load(self, tx: Tx, owner: str) -> dict[str, tuple[str, list[int]]]:
         stored: dict[str, tuple[str, list[int]]] = {}
         viewer = Viewer(principal=owner, now=tx.now)
-        for item in tx.query_items(viewer, ItemQuery(kinds=(NOTE,), owner=owner, limit=ALL_NOTES)):
+        for item in tx.query_items(viewer, ItemQuery(kinds=(Kind.NOTE,), owner=owner, limit=ALL_NOTES)):
             path = str(item.attrs.get("path", ""))
             sha = str(item.attrs.get("file_sha256", ""))
             stored.setdefault(path, (sha, []))[1].append(item.id)
@@ -189,7 +188,7 @@ def _items(note: Note, owner: str) -> list[NewItem]:
             continue
         items.append(
             NewItem(
-                kind=NOTE,
+                kind=Kind.NOTE,
                 owner=owner,
                 scope=Scope.USER.value,
                 title=f"{name} › {section.heading}" if section.heading else name,
