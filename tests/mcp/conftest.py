@@ -69,7 +69,7 @@ async def settled(container: Container) -> None:
 async def pair(assoc_container: Container) -> AsyncIterator[Pair]:
     runtime = assoc_container.runtime
     bob = Identity(Principal(id="bob"), require_key=False)
-    bob_server = build_mcp_server(runtime, ["assoc", "discussion"], bob)
+    bob_server = build_mcp_server(runtime, ["assoc", "discussion"], bob, states=assoc_container.states)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(assoc_container.run_background)  # model, index, backfill: as `serve` runs them
         await backfill_running(assoc_container)

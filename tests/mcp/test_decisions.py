@@ -22,7 +22,6 @@ from memhub.mcp.server import build_mcp_server
 from memhub.services import decision_model
 from memhub.services.decisions import models as m
 from memhub.services.decisions import proposals, service
-from memhub.services.runtime import Call
 from tests.cli.test_decision_commands import memhub
 from tests.conftest import make_settings
 from tests.helpers import counts, error_body, ok
@@ -64,7 +63,7 @@ class Env:
 
     async def person(self, title: str, target: str, rationale: str, **kw: Any) -> dict[str, Any]:
         """A decision a person recorded (the CLI's service path, via="cli")."""
-        call = Call(self.container.runtime, Principal("alice", via="cli", default_project="demo"), "test")
+        call = self.container.call("decisions", Principal("alice", via="cli", default_project="demo"), "test")
         args = m.RecordInput(title=title, target=target, rationale=rationale)
         return (await service.record(call, args, **kw)).model_dump()["decision"]
 
@@ -101,7 +100,7 @@ def built(tmp_path: Path, settings_extra: dict[str, object]) -> Iterator[Contain
 @pytest.fixture
 async def env(built: Container) -> AsyncIterator[Env]:
     bob = Identity(Principal(id="bob", default_project="demo"), require_key=False)
-    bob_server = build_mcp_server(built.runtime, ["decisions", "discussion"], bob)
+    bob_server = build_mcp_server(built.runtime, ["decisions", "discussion"], bob, states=built.states)
     async with Client(built.server) as alice, Client(bob_server) as bob_client:
         yield Env(built, alice, bob_client)
 
@@ -305,7 +304,7 @@ async def test_state_aware_ranking_and_penalties(env: Env) -> None:
     assert _scores(await _search(env, "MySQL", "audit")) == [(new, "active", 1.8), (old, "superseded", 0.2)]
 
     retired = await _record(env, "Use redis for sessions", "sessions", "redis is already deployed")
-    call = Call(env.container.runtime, Principal("alice", via="cli", default_project="demo"), "test")
+    call = env.container.call("decisions", Principal("alice", via="cli", default_project="demo"), "test")
     await service.deprecate(call, retired, "sessions moved to signed cookies")
     assert _scores(await _search(env, "redis", "balanced")) == [(retired, "deprecated", 0.05)]
 
@@ -524,7 +523,9 @@ async def test_reflect_tells_duplicates_by_the_shared_embeddings(tmp_path: Path)
                 target="DB",
                 rationale="JSON columns matter",
             )
-        call = Call(container.runtime, Principal("alice", via="cli", default_project="demo"), "cli.reflect")
+        call = container.call(
+            "decisions", Principal("alice", via="cli", default_project="demo"), "cli.reflect"
+        )
         written = await reflect.reflect(call)
         kinds = {
             meta["target"]: (meta["kind"], meta["supersedes"])

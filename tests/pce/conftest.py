@@ -103,7 +103,7 @@ async def pce(built: Container) -> AsyncIterator[Pce]:
     clock = MovableClock()
     built.runtime.clock = clock
     bob = Identity(Principal(id="bob", default_project="demo"), require_key=False)
-    bob_server = build_mcp_server(built.runtime, ["pce", "assoc", "discussion"], bob)
+    bob_server = build_mcp_server(built.runtime, ["pce", "assoc", "discussion"], bob, states=built.states)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(built.run_background)
         await backfill_running(built)

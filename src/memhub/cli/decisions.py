@@ -70,7 +70,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _call(container: Container, tool: str) -> Call:
     person = replace(container.principal, via="cli")
-    return Call(container.runtime, person, f"cli.{tool}")
+    return container.call("decisions", person, f"cli.{tool}")
 
 
 def _print(data: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memhub.mcp.toolkit import Toolset, ToolSpec
 from memhub.services.decisions import errors, proposals, service
 from memhub.services.decisions import models as m
+from memhub.services.decisions.config import DecisionsConfig
 from memhub.services.runtime import Call
 
 WRITE_PAYLOAD = 256 * 1024
@@ -70,4 +71,5 @@ TOOLSET = Toolset(
         "decision rather than recording a contradicting one. strict search returns only current "
         "decisions. Your decisions carry [via MCP]; people's decisions outrank them."
     ),
+    state=DecisionsConfig.from_settings,
 )

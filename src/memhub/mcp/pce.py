@@ -8,6 +8,7 @@ from memhub.mcp.toolkit import ResourceSpec, Toolset, ToolSpec
 from memhub.policy.redact import redact_secrets
 from memhub.services.pce import boundary, claims, contexts, errors, feedback, policies, retrieval
 from memhub.services.pce import models as m
+from memhub.services.pce.config import PceConfig
 from memhub.services.runtime import Call, Runtime
 
 KB = 1024
@@ -141,4 +142,5 @@ TOOLSET = Toolset(
         ),
     ],
     policy_version=policy_version,
+    state=PceConfig.from_settings,
 )

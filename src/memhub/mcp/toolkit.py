@@ -21,7 +21,7 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from memhub.core.errors import CallContext, ErrorKind, InvalidArguments, MemhubError
 from memhub.core.models import Principal
+from memhub.core.settings import Settings
 from memhub.mcp.schema import compact_schema
 from memhub.services.ratelimit import RateLimiter
 from memhub.services.runtime import Call, Progress, Runtime
@@ -47,6 +48,8 @@ CallObserver = Callable[[str, str, float], None]  # (tool, outcome, seconds): me
 # Told of each batch of vectors the backfill stores, whichever toolsets this process serves:
 # (runtime, [(item id, unit vector)]) -> anything (e.g. link the new memories to neighbours).
 EmbeddedHook = Callable[[Runtime, list[tuple[int, Any]]], Awaitable[object]]
+
+StateFactory = Callable[[Settings], object]
 
 DEFAULT_PAYLOAD = 1_048_576  # bytes of JSON arguments a call may carry unless its tool says otherwise
 DEFAULT_TIMEOUT = 30.0  # seconds
@@ -88,6 +91,9 @@ class Toolset:
     on_embedded: EmbeddedHook | None = None  # background work after items get vectors
     # The policy version an error body reports (seed 000's envelope); read only when a call fails.
     policy_version: Callable[[Runtime], Awaitable[str]] | None = None
+    # The toolset's own state, made once per process from the settings by the composition root
+    # (a small config object, the vault's caches); each of its calls gets it as `Call.state`.
+    state: StateFactory | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +205,7 @@ class Pipeline:
     observe: CallObserver | None = None
     output_filters: Sequence[OutputFilter] = ()
     limiter: RateLimiter | None = None
+    states: Mapping[str, object] = field(default_factory=dict)  # toolset name -> its state
 
 
 async def invoke(
@@ -221,6 +228,7 @@ async def invoke(
         read_only=spec.read_only,
         trace_id=trace_id,
         deadline=time.monotonic() + spec.timeout_s,
+        state=pipeline.states.get(toolset.name),
     )
     call.detail["request_id"] = call.request_id
     context = CallContext(spec.name, toolset.name, call.request_id, call.trace_id)

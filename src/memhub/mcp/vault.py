@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from memhub.core.settings import Settings
 from memhub.mcp.toolkit import Toolset, ToolSpec
 from memhub.services.vault import audit, errors, find, reading, search, writing
 from memhub.services.vault import config as c
 from memhub.services.vault import models as m
+from memhub.services.vault.state import VaultState
 
 _FLOW = " Flow: find, scan, coverage, audit; follow next_actions until stop."
 
@@ -120,4 +122,9 @@ TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the che
     ),
 )
 
-TOOLSET = Toolset("vault", errors.render, TOOLS)
+
+def vault_state(settings: Settings) -> VaultState:
+    return VaultState(settings.vault_path, settings.user)
+
+
+TOOLSET = Toolset("vault", errors.render, TOOLS, state=vault_state)

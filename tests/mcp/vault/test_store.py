@@ -18,6 +18,7 @@ from memhub.auth.identity import Identity
 from memhub.cli.container import build_container
 from memhub.core.models import Principal, Viewer
 from memhub.mcp.server import build_mcp_server
+from memhub.services.vault.state import VaultState
 from memhub.store.base import EventRow, ItemQuery
 from tests.conftest import make_settings
 from tests.helpers import error, ok
@@ -44,8 +45,8 @@ async def _search(env: VaultEnv, query: str, principal: str = "alice") -> list[d
 
 
 def _fast_sync(env: VaultEnv) -> None:
-    state = env.container.runtime.vault_state
-    assert state is not None
+    state = env.container.states["vault"]
+    assert isinstance(state, VaultState)
     state.interval_s = 0.0  # walk the vault on every call (default: at most every 2 s)
 
 
@@ -107,7 +108,9 @@ async def test_memhub_writes_are_indexed_at_once(env: VaultEnv) -> None:
 
 async def test_only_the_vault_owner_may_use_it(env: VaultEnv) -> None:
     runtime = env.container.runtime
-    bob_server = build_mcp_server(runtime, ["vault"], Identity(Principal(id="bob"), require_key=False))
+    bob_server = build_mcp_server(
+        runtime, ["vault"], Identity(Principal(id="bob"), require_key=False), states=env.container.states
+    )
     async with Client(bob_server) as bob:
         for tool, arguments in [
             ("vault_ls", {}),

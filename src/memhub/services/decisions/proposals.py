@@ -43,6 +43,7 @@ from memhub.services.access import Need
 from memhub.services.decision_model import DecisionRecord
 from memhub.services.decisions import errors, service
 from memhub.services.decisions import models as m
+from memhub.services.decisions.config import config
 from memhub.services.runtime import Call
 from memhub.store.base import Tx
 
@@ -75,7 +76,7 @@ class Proposal:
 
 
 def directory(call: Call) -> Path:
-    return call.runtime.config.proposals_dir
+    return config(call).proposals_dir
 
 
 def check_name(proposal_id: str) -> str:
@@ -168,7 +169,7 @@ def _replace(path: Path, text: str) -> None:
 
 def time_left(call: Call, proposal: Proposal) -> float:
     """Seconds of the review window still to run (<= 0: it has passed)."""
-    window = timedelta(seconds=call.runtime.config.review_window_s)
+    window = timedelta(seconds=config(call).review_window_s)
     return (proposal.written_at() + window - call.runtime.clock.now()).total_seconds()
 
 
@@ -183,7 +184,7 @@ def _duration(seconds: float) -> str:
 def _gate(tx: Tx, call: Call, secret: str | None) -> None:
     """Seed 002: accepting needs the ADMIN role and, through MCP, AGENT_MEMORY_SECRET."""
     if call.principal.via == "mcp":
-        configured = call.runtime.config.agent_memory_secret
+        configured = config(call).agent_memory_secret
         if not configured:
             raise forbidden("accepting proposals through MCP is off (AGENT_MEMORY_SECRET is not set)")
         given = (secret or "").encode("utf-8")
@@ -254,7 +255,7 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
         raise conflict(f"proposal {proposal.name} is already {proposal.status}")
     left = time_left(call, proposal)
     if left > 0:
-        window = _duration(call.runtime.config.review_window_s)
+        window = _duration(config(call).review_window_s)
         raise errors.PI1Violation(
             f"proposal {proposal.name} is in its {window} review window; {_duration(left)} left",
             math.ceil(left),

@@ -20,6 +20,7 @@ from memhub.services.access import Need
 from memhub.services.decision_model import DecisionRecord
 from memhub.services.decisions import errors, ranking
 from memhub.services.decisions import models as m
+from memhub.services.decisions.config import config
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
@@ -58,7 +59,7 @@ def preview(record: DecisionRecord) -> str:
 
 def cooldown(tx: Tx, call: Call) -> None:
     """Seed 002's write cooldown: a principal waits `decision_cooldown_s` between two decisions."""
-    seconds = call.runtime.config.decision_cooldown_s
+    seconds = config(call).cooldown_s
     if seconds <= 0:
         return
     actor = call.principal

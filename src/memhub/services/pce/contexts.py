@@ -26,6 +26,7 @@ from memhub.policy.model import Policy
 from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
+from memhub.services.pce.config import config
 from memhub.services.pce.errors import ContextExpired, UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import (
@@ -149,7 +150,7 @@ async def activate(call: Call, args: m.ActivateInput) -> m.ActivateResult:
     kept = capped(ranked.policy, ranked.items)
     context_id = "ac_" + secrets.token_hex(12)
     created = parse_iso(as_of)
-    expires = isoformat(created + timedelta(seconds=call.runtime.config.pce_active_context_ttl_s))
+    expires = isoformat(created + timedelta(seconds=config(call).active_context_ttl_s))
     body = {
         "classes": sorted(ranked.allowed),
         "tags": list(ranked.tags),

@@ -13,6 +13,7 @@ from memhub.core.ids import CLM
 from memhub.core.models import Kind
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
+from memhub.services.pce.config import config
 from memhub.services.pce.errors import UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import boundary_viewer
@@ -22,7 +23,7 @@ from memhub.store.base import Tx
 
 async def feedback(call: Call, args: m.FeedbackInput) -> m.FeedbackResult:
     item_id = CLM.parse(args.claim_id)
-    bucket_s = max(1, call.runtime.config.pce_feedback_bucket_s)
+    bucket_s = max(1, config(call).feedback_bucket_s)
     call.detail.update(claim_id=args.claim_id[:40], signal=args.signal)
 
     def work(tx: Tx) -> str:

@@ -20,6 +20,7 @@ from memhub.core.models import Principal
 from memhub.policy.model import DEFAULT_POLICY, Policy, PolicyDoc, diff, next_version, parse
 from memhub.services import access
 from memhub.services.pce import models as m
+from memhub.services.pce.config import config
 from memhub.services.runtime import Call, Runtime
 from memhub.store.base import PolicyRow, Tx
 
@@ -56,7 +57,7 @@ def _verify(key: str, args: m.PolicyInput, base: str) -> bool:
 
 async def apply(call: Call, args: m.PolicyInput) -> m.PolicyResult:
     doc = parse(args.yaml)  # INVALID_POLICY when it does not parse or validate
-    key = call.runtime.config.pce_policy_hmac_key
+    key = config(call).policy_hmac_key
 
     def work(tx: Tx) -> tuple[str, str]:
         now = current(tx)

@@ -35,6 +35,7 @@ from memhub.services.pce.claims import (
     age_days,
     to_claim,
 )
+from memhub.services.pce.config import config
 from memhub.services.pce.errors import BoundaryDenied, PolicyMissing
 from memhub.services.pce.policies import current
 from memhub.services.runtime import Call
@@ -77,7 +78,7 @@ def check_tags(allow: list[str] | None) -> tuple[str, ...]:
 
 async def policy_in_force(call: Call) -> Policy:
     policy = await call.read(current)
-    if policy.builtin and call.runtime.config.pce_require_policy:
+    if policy.builtin and config(call).require_policy:
         raise PolicyMissing("no policy has been applied: run pce.memory.policy.apply")
     return policy
 
