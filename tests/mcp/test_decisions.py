@@ -312,10 +312,11 @@ async def test_state_aware_ranking_and_penalties(env: Env) -> None:
         project = tx.get_project_by_name("demo")
         assert project is not None
         agent = Principal("alice", via="mcp")
-        row = decision_model.create(
-            tx, agent, project_id=project.id, title="Adopt Kafka", rationale="queue draft", target="queue",
+        new = decision_model.NewDecision(
+            project_id=project.id, title="Adopt Kafka", rationale="queue draft", target="queue",
             origin="decisions", draft=True,
         )  # fmt: skip
+        row = decision_model.create(tx, agent, new)
     draft = DEC(row.id)
     assert _scores(await _search(env, "Kafka", "balanced")) == [(draft, "draft", 0.4)]
 

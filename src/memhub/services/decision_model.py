@@ -17,8 +17,8 @@ when a `deprecates` link points at it, `draft` when it was recorded as a draft, 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memhub.core.hashing import content_hash
@@ -79,41 +79,43 @@ def target_of(row: ItemRow) -> str:
     return str(target) if target else (row.title or "")
 
 
-def create(
-    tx: Tx,
-    actor: Principal,
-    *,
-    project_id: int,
-    title: str,
-    rationale: str,
-    target: str,
-    origin: str,
-    topic_id: int | None = None,
-    consequences: Sequence[str] = (),
-    draft: bool = False,
-    supersedes: Sequence[int] = (),
-    extra: dict[str, Any] | None = None,
-) -> ItemRow:
+@dataclass(frozen=True, slots=True)
+class NewDecision:
+    """A decision to record, whichever toolset records it."""
+
+    project_id: int
+    title: str
+    rationale: str
+    target: str  # what it is about: the key of dedup and supersede chains
+    origin: str  # the toolset (or "proposal") that records it
+    topic_id: int | None = None  # the discussion topic it closes
+    consequences: Sequence[str] = ()
+    draft: bool = False
+    supersedes: Sequence[int] = ()  # the decisions it replaces
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more attrs (the proposal it came from)
+
+
+def create(tx: Tx, actor: Principal, new: NewDecision) -> ItemRow:
     """Record one decision (and its `supersedes` links) in the caller's transaction."""
-    attrs: dict[str, Any] = {**(extra or {}), "origin": origin, "via": actor.via, "target": target}
-    if consequences:
-        attrs["consequences"] = list(consequences)
-    if draft:
+    attrs: dict[str, Any] = {**new.extra, "origin": new.origin, "via": actor.via, "target": new.target}
+    if new.consequences:
+        attrs["consequences"] = list(new.consequences)
+    if new.draft:
         attrs["draft"] = True
     row = tx.insert_item(
         NewItem(
             kind=Kind.DECISION,
             owner=actor.id,
             scope=Scope.PROJECT,
-            project_id=project_id,
-            parent_id=topic_id,
-            title=title,
-            body=rationale,
+            project_id=new.project_id,
+            parent_id=new.topic_id,
+            title=new.title,
+            body=new.rationale,
             attrs=attrs,
-            content_hash=content_hash(title, rationale),
+            content_hash=content_hash(new.title, new.rationale),
         )
     )
-    for old in supersedes:
+    for old in new.supersedes:
         tx.upsert_link(row.id, old, SUPERSEDES, None, 1.0)
     return row
 

@@ -28,7 +28,7 @@ import hmac
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -232,18 +232,12 @@ def _decide(tx: Tx, call: Call, proposal: Proposal) -> DecisionRecord:
     if any(r.project_id != project.id for r in old):
         raise invalid(f"proposal {proposal.name}: it supersedes decisions of another project")
     service.check_replaceable(actor, old, isolation=False)  # the review is a person's approval
-    return service.write(
-        tx,
-        call,
-        project_id=project.id,
-        title=args.title,
-        target=args.target,
-        rationale=args.rationale,
-        consequences=args.consequences,
-        supersedes=[r.id for r in old],
+    new = replace(
+        service.new_decision(args, project.id, [r.id for r in old]),
         origin="proposal",
         extra={"proposal": proposal.name},
     )
+    return service.write(tx, call, new)
 
 
 async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.BaseResponse:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memhub.core.clock import parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid
@@ -17,7 +18,7 @@ from memhub.core.ids import DEC
 from memhub.core.models import Kind, Principal
 from memhub.services import access, decision_model
 from memhub.services.access import Need
-from memhub.services.decision_model import DecisionRecord
+from memhub.services.decision_model import DecisionRecord, NewDecision
 from memhub.services.decisions import errors, ranking
 from memhub.services.decisions import models as m
 from memhub.services.decisions.config import config
@@ -110,34 +111,24 @@ def check_replaceable(actor: Principal, old: Sequence[DecisionRecord], *, isolat
             )
 
 
-def write(
-    tx: Tx,
-    call: Call,
-    *,
-    project_id: int,
-    title: str,
-    target: str,
-    rationale: str,
-    consequences: Sequence[str],
-    supersedes: Sequence[int] = (),
-    origin: str = "decisions",
-    draft: bool = False,
-    extra: dict[str, str] | None = None,
-) -> DecisionRecord:
-    row = decision_model.create(
-        tx,
-        call.principal,
-        project_id=project_id,
-        title=title,
-        rationale=rationale,
-        target=target,
-        origin=origin,
-        consequences=consequences,
-        supersedes=supersedes,
-        draft=draft,
-        extra=extra,
-    )
+def write(tx: Tx, call: Call, new: NewDecision) -> DecisionRecord:
+    row = decision_model.create(tx, call.principal, new)
     return decision_model.records(tx, [row])[0]
+
+
+def new_decision(
+    args: m.RecordInput | m.SupersedeInput, project_id: int, supersedes: Sequence[int] = ()
+) -> NewDecision:
+    """The decision a record or supersede call (or an accepted proposal) asks for."""
+    return NewDecision(
+        project_id=project_id,
+        title=args.title,
+        rationale=args.rationale,
+        target=args.target,
+        origin="decisions",
+        consequences=args.consequences,
+        supersedes=supersedes,
+    )
 
 
 def _response(tx: Tx, record: DecisionRecord, verb: str) -> m.DecisionResponse:
@@ -160,16 +151,7 @@ async def record(call: Call, args: m.RecordInput, *, draft: bool = False) -> m.D
         cooldown(tx, call)
         project = access.current_project(tx, actor)
         access.project(tx, actor, project.id, Need.WRITE, label=f"project {project.name!r}")
-        record = write(
-            tx,
-            call,
-            project_id=project.id,
-            title=args.title,
-            target=args.target,
-            rationale=args.rationale,
-            consequences=args.consequences,
-            draft=draft,
-        )
+        record = write(tx, call, replace(new_decision(args, project.id), draft=draft))
         return _response(tx, record, "recorded")
 
     return await call.transact(work)
@@ -189,16 +171,7 @@ async def supersede(call: Call, args: m.SupersedeInput) -> m.DecisionResponse:
         assert project_id is not None
         access.project(tx, actor, project_id, Need.WRITE)
         check_replaceable(actor, old, isolation=True)
-        record = write(
-            tx,
-            call,
-            project_id=project_id,
-            title=args.title,
-            target=args.target,
-            rationale=args.rationale,
-            consequences=args.consequences,
-            supersedes=[r.id for r in old],
-        )
+        record = write(tx, call, new_decision(args, project_id, supersedes=[r.id for r in old]))
         return _response(tx, record, "recorded")
 
     return await call.transact(work)

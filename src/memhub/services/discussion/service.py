@@ -157,9 +157,7 @@ def add_decision(tx: Tx, actor: Principal, args: m.AddDecisionInput) -> m.AddDec
         project = access.project(tx, actor, topic.project_id, Need.WRITE).project
     else:
         project = access.project(tx, actor, access.current_project(tx, actor).id, Need.WRITE).project
-    row = decision_model.create(
-        tx,
-        actor,
+    new = decision_model.NewDecision(
         project_id=project.id,
         topic_id=args.topic_id,
         title=args.decision,
@@ -168,6 +166,7 @@ def add_decision(tx: Tx, actor: Principal, args: m.AddDecisionInput) -> m.AddDec
         target=(topic.title or args.decision) if topic is not None else args.decision,
         origin="discussion",
     )
+    row = decision_model.create(tx, actor, new)
     d = _decision(decision_model.records(tx, [row])[0])
     return m.AddDecisionOutput(
         decision_id=d.id, topic_id=d.topic_id, decision=d.decision, reason=d.reason, created_at=d.created_at
