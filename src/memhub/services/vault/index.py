@@ -11,10 +11,10 @@ SYNC_BATCH_FILES files per call.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memhub.core.hashing import content_hash
 from memhub.core.models import Kind, Scope, Viewer
@@ -24,11 +24,16 @@ from memhub.services.vault.notes import Note, NoteCache, fold
 from memhub.services.vault.paths import Vault
 from memhub.store.base import ItemQuery, NewItem, Tx
 
-if TYPE_CHECKING:
-    from memhub.services.vault.state import Listing
-
 WIKI_LINK = "wiki_link"
 ALL_NOTES = 10_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One walk of the vault (services/vault/state.py makes them)."""
+
+    generation: int
+    files: list[tuple[str, os.stat_result]]  # every note of the vault, in path order
 
 
 @dataclass

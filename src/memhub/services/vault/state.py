@@ -3,22 +3,14 @@ index and the SHA-256 of each note as memhub last showed or wrote it."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from memhub.services.vault.config import SYNC_INTERVAL_S
-from memhub.services.vault.index import NoteIndex
+from memhub.services.vault.index import Listing, NoteIndex
 from memhub.services.vault.notes import NoteCache
 from memhub.services.vault.paths import Vault
-
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    generation: int
-    files: list[tuple[str, os.stat_result]]  # every note of the vault, in path order
 
 
 class VaultState:
