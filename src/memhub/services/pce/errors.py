@@ -60,30 +60,44 @@ DEFAULT_POLICY_VERSION = "0.0.0"
 
 
 class BoundaryDenied(KindError):
+    """The caller's boundary or role does not allow this (403)."""
+
     KIND = ErrorKind.FORBIDDEN
 
 
 class InvalidScope(KindError):
+    """The scope names no place the caller may write to (422)."""
+
     KIND = ErrorKind.INVALID
 
 
 class InvalidBoundary(KindError):
+    """The text needs a stricter boundary class than the one given (422)."""
+
     KIND = ErrorKind.INVALID
 
 
 class UnknownClaim(KindError):
+    """No such claim or active context for this caller (404)."""
+
     KIND = ErrorKind.NOT_FOUND
 
 
 class ContextExpired(KindError):
+    """The active context has expired: activate again (410)."""
+
     KIND = ErrorKind.NOT_FOUND
 
 
 class Duplicate(KindError):
+    """The same text is already a claim of another kind or class (409)."""
+
     KIND = ErrorKind.CONFLICT
 
 
 class PolicyMissing(KindError):
+    """The server requires an applied policy and none is (424)."""
+
     KIND = ErrorKind.UNAVAILABLE
 
 
