@@ -142,7 +142,7 @@ def http_server(
 
 async def check_bad_inputs(client: Any, db: Path, project_id: int, topic_id: int) -> None:
     """Every discussion tool's bad-input table through `client`: the seed's code, nothing written."""
-    from tests.mcp.test_discussion import _bad_inputs
+    from tests.services.discussion.test_tools import _bad_inputs
 
     before = counts(db)
     for tool, arguments, code in _bad_inputs(project_id, topic_id):

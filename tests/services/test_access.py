@@ -1,5 +1,5 @@
-"""Issue 11's access defects, each reproduced first: unknown users and ids, existence leaks,
-tool-supplied backup paths."""
+"""Access through the tools: naming an unknown user or a malformed id is an error, never an
+empty result or a new user; a taken project name is confirmed only to those who see it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import counts
-from tests.mcp.conftest import Pair
+from tests.pair import Pair
 
 pytestmark = pytest.mark.anyio
 
@@ -76,20 +75,3 @@ async def _discussion_error(pair: Pair) -> dict[str, str]:
     body: dict[str, str] = json.loads(result.content[0].text)["error"]
     assert body["code"] == "INVALID_PARAMETER"
     return body
-
-
-@pytest.mark.parametrize(
-    "path",
-    ["../../../../tmp/x.db", "~/x.db", "/tmp/memhub-escape.db", "/proc/self/x.db", "a\\b.db", "x\x00.db",
-     "sub/../../x.db", "/etc/shadow"],
-)  # fmt: skip
-async def test_tool_backup_paths_stay_in_the_backups_folder(pair: Pair, tmp_path: Path, path: str) -> None:
-    before = counts(pair.container.settings.db_path)
-    for action, extra in (("backup", {"force": True}), ("restore", {"force": True})):
-        err = await pair.a_err("admin", action=action, backup_path=path, **extra)
-        assert err["error"]["code"] == "invalid_parameter", (action, path, err)
-        assert "backups folder" in err["error"]["message"] or "NUL" in err["error"]["message"]
-    assert not Path("/tmp/memhub-escape.db").exists() and not (tmp_path.parent / "x.db").exists()
-    assert counts(pair.container.settings.db_path) == before
-    made = await pair.a("admin", action="backup", backup_path="nested/ok.db")
-    assert Path(made["details"]["path"]) == tmp_path / "backups" / "nested" / "ok.db"

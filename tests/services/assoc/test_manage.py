@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.conftest import Pair
+from tests.pair import Pair
 
 pytestmark = pytest.mark.anyio
 

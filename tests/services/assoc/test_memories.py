@@ -10,7 +10,7 @@ from mcp import Client
 from memhub.cli.container import build_container
 from tests.conftest import make_settings
 from tests.helpers import error, ok
-from tests.mcp.conftest import Pair, settled
+from tests.pair import Pair, settled
 
 pytestmark = pytest.mark.anyio
 

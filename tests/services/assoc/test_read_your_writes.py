@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from tests.mcp.conftest import Pair
+from tests.pair import Pair
 
 pytestmark = pytest.mark.anyio
 

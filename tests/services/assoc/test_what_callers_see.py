@@ -1,19 +1,11 @@
-"""Defects a review of the merged toolsets found, each pinned by a test."""
+"""What a caller sees of others' records: a project delete is guarded by every record it holds,
+and memory(get) lists only associations whose other end the caller may read."""
 
 from __future__ import annotations
 
-import base64
-import os
-from pathlib import Path
-
 import pytest
 
-from memhub.cli.container import build_container
-from memhub.core.errors import MemhubError
-from memhub.store.open import open_store
-from memhub.store.rows import NewItem
-from tests.conftest import make_settings
-from tests.mcp.conftest import Pair
+from tests.pair import Pair
 
 pytestmark = pytest.mark.anyio
 
@@ -39,13 +31,3 @@ async def test_get_lists_only_associations_the_caller_may_read(pair: Pair) -> No
         x["to_memory_id"] for x in seen.get("associations", [])
     }
     assert hidden["memory"]["id"] not in ends
-
-
-def test_a_key_for_a_store_that_holds_plaintext_is_refused(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "memhub.db")
-    with store.transaction(write=True) as tx:
-        tx.insert_item(NewItem(kind="memory", owner="alice", scope="user", body="kubernetes rollout plan"))
-    store.close()
-    key = base64.b64encode(os.urandom(32)).decode()
-    with pytest.raises(MemhubError, match="encryption rotate"):
-        build_container(make_settings(tmp_path, embedder="none", encryption_key=key))

@@ -19,7 +19,7 @@ from memhub.core.models import Principal, ProjectRole
 from memhub.mcp.server import build_mcp_server
 from tests.conftest import make_settings
 from tests.helpers import error_body
-from tests.mcp.conftest import backfill_running, settled
+from tests.pair import backfill_running, settled
 
 AT = "2025-01-31T12:00:00Z"
 PROV = {"at": AT, "git": {"commit": "abc1234"}}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.pce.conftest import AT, PROV, Pce
+from tests.services.pce.conftest import AT, PROV, Pce
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memhub.services.pce.claims import claim_hash, normalize_text
-from tests.pce.conftest import AT, PROV, Pce
+from tests.services.pce.conftest import AT, PROV, Pce
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 
 from memhub.services.pce.policies import sign
 from tests.helpers import SHARED
-from tests.pce.conftest import Pce
+from tests.services.pce.conftest import Pce
 
 pytestmark = pytest.mark.anyio
 

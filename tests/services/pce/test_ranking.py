@@ -1,23 +1,11 @@
-"""Pure functions of the pce toolset: ranking (docs/ranking.md), policy parsing and matching, errors."""
+"""pce ranking as pure functions (docs/ranking.md): components, recency, quality, the worked example."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from memhub.core.errors import CallContext, ErrorKind, MemhubError, Unauthorized
-from memhub.policy.model import (
-    DEFAULT_DOC,
-    allowed_classes,
-    diff,
-    next_version,
-    parse,
-    tag_matches,
-    ttl_seconds,
-)
 from memhub.search.fusion import FusedHit
-from memhub.services.pce import errors, ranking
+from memhub.services.pce import ranking
 
 
 def test_components_scale_each_side_by_its_best() -> None:
@@ -55,60 +43,6 @@ def test_quality_update_rule() -> None:
 
 def test_token_estimate() -> None:
     assert ranking.estimate_tokens("abcdefgh") == 2 and ranking.estimate_tokens("解約API") == 3
-
-
-def test_tag_matching_and_allowed_classes() -> None:
-    assert tag_matches("*", "anything") and tag_matches("tool:*", "tool:contact-lookup")
-    assert not tag_matches("tool:*", "tool:") and not tag_matches("tool:*", "answer:task")
-    assert not tag_matches("answer:task", "answer:task2")
-    assert allowed_classes(DEFAULT_DOC, []) == {"public"}
-    assert allowed_classes(DEFAULT_DOC, ["answer:task"]) == {"public", "internal"}
-    assert allowed_classes(DEFAULT_DOC, ["tool:contact-lookup"]) == {"public", "internal", "pii"}
-
-
-def test_policy_parsing_versions_and_diff() -> None:
-    doc = parse("version: 0.1\nscopes: {session: {ttl: '12h', max_tokens: 10}}\nboundary_classes: {}")
-    assert doc.version == "0.1" and doc.scope("session").max_tokens == 10
-    assert doc.scope("project") == DEFAULT_DOC.scope("project")  # unnamed scopes keep the defaults
-    assert doc.boundary("internal").allow == ()  # unnamed classes are allowed to nobody
-    assert ttl_seconds("12h") == 43200 and ttl_seconds("inf") == math.inf
-    assert next_version("0.1", []) == "0.1.0" and next_version("0.1", ["0.1.0", "0.1.4", "0.2.0"]) == "0.1.5"
-    assert next_version("1.2.3", ["0.1.0"]) == "1.2.3"
-    with pytest.raises(MemhubError):
-        next_version("1.2.3", ["1.2.3"])
-    changes = diff(DEFAULT_DOC, doc)
-    assert "scopes.session.ttl: '7d' -> '12h'" in changes
-
-
-def test_error_codes_and_http_status() -> None:
-    ctx = CallContext("pce.memory.upsert", "pce", "r1", "t1", "0.1.0")
-    storage = errors.render(MemhubError(ErrorKind.STORAGE, "disk full"), ctx)
-    assert storage["error"]["code"] == "UPSERT_FAILED" and storage["error"]["details"]["http"] == 500
-    assert (
-        storage["request_id"] == "r1" and storage["trace_id"] == "t1" and storage["policy_version"] == "0.1.0"
-    )
-    internal = errors.render(MemhubError(ErrorKind.INTERNAL, "bug"), ctx)
-    assert internal["error"]["code"] == "INTERNAL"
-    failed = {"pce.memory.activate": "ACTIVATE_FAILED", "pce.memory.feedback": "FEEDBACK_FAILED",
-              "pce.memory.boundary.validate": "BOUNDARY_ERROR", "pce.memory.search": "INTERNAL"}  # fmt: skip
-    for tool, code in failed.items():
-        body = errors.render(MemhubError(ErrorKind.TIMEOUT, "slow"), CallContext(tool, "pce", "r", "t"))
-        assert body["error"]["code"] == code and body["error"]["details"]["reason"] == "timeout"
-        assert body["policy_version"] == "0.0.0"
-    unauthorized = errors.render(Unauthorized("no key"), ctx)
-    assert unauthorized["error"]["details"] == {"http": 401}
-
-
-def test_a_caller_without_a_key_is_unauthorized() -> None:
-    from types import SimpleNamespace
-
-    from memhub.auth.identity import Identity
-    from memhub.core.models import Principal
-
-    with pytest.raises(MemhubError) as raised:
-        Identity(Principal("local"), require_key=True)(SimpleNamespace(state=SimpleNamespace()))
-    body = errors.render(raised.value, CallContext("pce.memory.search", "pce", "", ""))
-    assert body["error"]["code"] == "UNAUTHORIZED" and body["error"]["details"]["http"] == 401
 
 
 def test_the_example_of_docs_ranking() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.pce.conftest import PROV, Pce
+from tests.services.pce.conftest import PROV, Pce
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from tests.helpers import error_body, stdio_params
-from tests.pce.conftest import PROV
+from tests.services.pce.conftest import PROV
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.mcp.vault.conftest import DESIGN, SUMMARY, VaultEnv
+from tests.services.vault.conftest import DESIGN, SUMMARY, VaultEnv
 
 pytestmark = pytest.mark.anyio
 OPS = "projects/memhub/運用メモ.md"

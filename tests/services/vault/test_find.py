@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from memhub.services.vault import config as c
-from tests.mcp.vault.conftest import DESIGN, VaultEnv
+from tests.services.vault.conftest import DESIGN, VaultEnv
 
 pytestmark = pytest.mark.anyio
 OPS = "projects/memhub/運用メモ.md"

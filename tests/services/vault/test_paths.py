@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.vault.conftest import VaultEnv
+from tests.services.vault.conftest import VaultEnv
 
 pytestmark = pytest.mark.anyio
 

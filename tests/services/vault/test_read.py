@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memhub.services.vault import config as c
-from tests.mcp.vault.conftest import DESIGN, VaultEnv
+from tests.services.vault.conftest import DESIGN, VaultEnv
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from memhub.services.vault import config as c
-from tests.mcp.vault.conftest import DESIGN, VaultEnv
+from tests.services.vault.conftest import DESIGN, VaultEnv
 
 pytestmark = pytest.mark.anyio
 

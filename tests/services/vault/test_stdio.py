@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from tests.helpers import error, ok, stdio_params
-from tests.mcp.vault.conftest import DESIGN, sample_vault
+from tests.services.vault.conftest import DESIGN, sample_vault
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from memhub.services.vault.state import VaultState
 from memhub.store.base import EventRow, ItemQuery
 from tests.conftest import make_settings
 from tests.helpers import error, ok
-from tests.mcp.vault.conftest import DESIGN, VaultEnv, sample_vault
+from tests.services.vault.conftest import DESIGN, VaultEnv, sample_vault
 
 pytestmark = pytest.mark.anyio
 OPS = "projects/memhub/運用メモ.md"

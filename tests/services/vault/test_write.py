@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memhub.services.vault import files
-from tests.mcp.vault.conftest import DESIGN, VaultEnv
+from tests.services.vault.conftest import DESIGN, VaultEnv
 
 pytestmark = pytest.mark.anyio
 
