@@ -71,7 +71,7 @@ from memhub.services.assoc.ranking import calibrated, relevance, similarity, tex
 from memhub.services.assoc.search import ALPHA, CANDIDATES
 
 REPO = Path(__file__).resolve().parents[2]
-LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+LOCOMO = Path(os.environ.get("MEMHUB_SHARED") or REPO.parent / "shared") / "data" / "locomo10.json"
 JA_SET = REPO / "bench" / "data" / "ja_set.json"
 
 DATASETS = ("locomo", "ja")
