@@ -103,9 +103,10 @@ def http_server(
     env: dict[str, str] | None = None,
     context: ssl.SSLContext | None = None,
     port: int | None = None,
+    stderr: Any = subprocess.DEVNULL,
 ) -> Iterator[str]:
     """A real `memhub serve --transport http,sse` on a free 127.0.0.1 port; yields its base URL
-    (https when `context` is given: the client's TLS context)."""
+    (https when `context` is given: the client's TLS context; its stderr goes to `stderr`)."""
     port = port or free_port()
     proc = subprocess.Popen(
         [
@@ -128,7 +129,7 @@ def http_server(
             *extra,
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
         env={**os.environ, **(env or {})},
     )
     base = f"{'https' if context else 'http'}://127.0.0.1:{port}"

@@ -141,3 +141,71 @@ def test_a_token_for_another_key_type_is_refused_not_a_crash(tmp_path: Path) -> 
     token = jwt.encode(_claims(), ec.generate_private_key(ec.SECP256R1()), algorithm="ES256")
     check = JwtVerifier(public_key_file=str(public)).verify(token)
     assert check.subject is None and "invalid token" in check.reason
+
+
+def _raw_token(claims: dict[str, Any]) -> str:
+    """An HS256 token of exactly these claims (PyJWT's encoder refuses some wrong types)."""
+    return jwt.api_jws.encode(json.dumps(claims).encode(), SECRET, algorithm="HS256")
+
+
+def _refusal(base: str, token: str) -> str:
+    status, _, body = rpc.initialize(base, {"Authorization": f"Bearer {token}"})
+    assert status == 401, (status, body)
+    reason: str = json.loads(body)["error"]["message"]
+    return reason
+
+
+def test_a_subject_never_becomes_a_local_principal(server: tuple[str, Path]) -> None:
+    """Issue 18, item 8: JWT subjects are their own namespace. The server's own user (alice,
+    the store's admin, the only one with the vault), with or without spaces around it, and an
+    API-key holder are refused; a new subject is a JWT user of its own."""
+    base, db = server
+    subprocess.run(
+        [MEMHUB, "--db", str(db), "apikey", "create", "keyholder"],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    )
+    for subject in ("alice", " alice ", "keyholder"):
+        token = jwt.encode(_claims(subject), SECRET, algorithm="HS256")
+        assert "principal" in _refusal(base, token) or "spaces" in _refusal(base, token), subject
+    assert _whoami(base, jwt.encode(_claims("hank"), SECRET, algorithm="HS256"))[::2] == (200, "hank")
+    with sqlite3.connect(db) as conn:
+        kinds = dict(conn.execute("SELECT id, kind FROM principals WHERE id IN ('alice', 'hank')").fetchall())
+    assert kinds == {"alice": "user", "hank": "agent"}
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"exp": "9999999999"},
+        {"exp": True},
+        {"nbf": "0"},
+        {"iat": "now"},
+        {"sub": 42},
+        {"sub": ["dave"]},
+        {"sub": "   "},
+        {"sub": " root "},
+        {"sub": "dave\n"},
+        {"iss": [ISS]},
+    ],
+    ids=["exp-string", "exp-bool", "nbf-string", "iat-string", "sub-number", "sub-list", "sub-blank",
+         "sub-spaces", "sub-newline", "iss-list"],
+)  # fmt: skip
+def test_claims_must_have_their_types(server: tuple[str, Path], claims: dict[str, Any]) -> None:
+    base, _ = server
+    reason = _refusal(base, _raw_token({**_claims("dave"), **claims}))
+    assert reason.startswith(("invalid token", "wrong issuer", "token expired")), reason
+
+
+def test_claim_types_without_issuer_or_audience(tmp_path: Path) -> None:
+    """With no issuer configured PyJWT does not look at `iss`: memhub does."""
+    with http_server(tmp_path / "m.db", "--auth", "jwt", env={"MEMHUB_JWT_SECRET": SECRET}) as base:
+        exp = int(time.time()) + 60
+        assert (
+            _refusal(base, _raw_token({"sub": "ivy", "exp": exp, "iss": 7}))
+            == "invalid token (iss must be a string)"
+        )
+        assert _refusal(base, jwt.encode({"sub": "ivy", "exp": str(exp)}, SECRET, algorithm="HS256"))
+        token = jwt.encode({"sub": "ivy", "exp": exp, "iss": "x"}, SECRET, algorithm="HS256")
+        assert _whoami(base, token)[::2] == (200, "ivy")

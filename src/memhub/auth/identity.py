@@ -19,6 +19,10 @@ from memhub.core.models import GlobalRole, Principal
 from memhub.store.base import Store
 
 STATE_KEY = "memhub_principal"
+# The kind of the principals JWT subjects name. The schema knows two kinds, `user` (local
+# users, API-key holders: made on this server) and `agent`; principals from an identity
+# provider are `agent`s, so a token can never name a `user`.
+JWT_KIND = "agent"
 KEY_PREFIX = "mh_"
 
 
@@ -51,9 +55,13 @@ def principal_for_key(store: Store, key: str, default_project: str | None) -> Pr
 class Authenticator:
     """Credentials -> principal: `X-API-Key`, or `Authorization: Bearer` with an API key or a JWT.
 
-    `modes` says what is accepted ("apikey", "jwt" or both). A JWT's principal is created in
-    the store the first time it is seen (role `member`; `memhub apikey create NAME --admin`
-    or the store decide its role). Blocking: call from a worker thread."""
+    `modes` says what is accepted ("apikey", "jwt" or both). JWT subjects live in their own
+    namespace: a JWT's principal is created in the store the first time it is seen, of kind
+    `agent` (`JWT_KIND`; role `member`; `memhub apikey create NAME --admin` or the store decide its role), and
+    a token is refused when its subject names a principal of another kind (the server's OS
+    user, an API-key holder, a stdio user) or the server's local user: whoever controls the
+    identity provider's names does not become a local account. Blocking: call from a worker
+    thread."""
 
     def __init__(
         self,
@@ -62,8 +70,10 @@ class Authenticator:
         *,
         api_keys: bool = True,
         verifier: JwtVerifier | None = None,
+        local_user: str = "",
     ) -> None:
         self.store = store
+        self.local_user = local_user
         self.default_project = default_project
         self.api_keys = api_keys
         self.verifier = verifier
@@ -77,18 +87,25 @@ class Authenticator:
             check = self.verifier.verify(credential)
             if check.subject is None:
                 return None, check.reason
-            return self._principal_named(check.subject), ""
+            principal = self._jwt_principal(check.subject)
+            if principal is None:
+                return None, "token subject names a local principal, not a JWT user"
+            return principal, ""
         if not self.api_keys:
             return None, "a JWT bearer token is required"
         found = principal_for_key(self.store, credential, self.default_project)
         return (found, "") if found is not None else (None, "unknown API key")
 
-    def _principal_named(self, name: str) -> Principal:
+    def _jwt_principal(self, name: str) -> Principal | None:
+        if name == self.local_user:
+            return None
         with self.store.transaction(write=False) as tx:
             row = tx.get_principal(name)
         if row is None:
             with self.store.transaction(write=True) as tx:
-                row = tx.ensure_principal(name)
+                row = tx.ensure_principal(name, kind=JWT_KIND)
+        if row.kind != JWT_KIND:
+            return None
         return Principal(
             id=row.id, role=GlobalRole(row.role), via="mcp", default_project=self.default_project
         )

@@ -2,14 +2,17 @@
 
 A token is accepted when its signature verifies with a configured key, it is within `nbf`..`exp`
 (30 s leeway), its `aud` is the configured audience (a token with an `aud` is refused when no
-audience is configured) and its `iss` the configured issuer; the principal is the configured
-claim (`sub` by default). The reason a token was refused is returned for the audit log and
-the 401 answer; the token itself is never logged.
+audience is configured) and its `iss` the configured issuer, and its claims have their types
+(`exp`/`nbf`/`iat` numbers, `aud` a string or strings, `iss` a string, the subject a non-blank
+string without surrounding spaces); the principal is the configured claim (`sub` by default).
+The reason a token was refused is returned for the audit log and the 401 answer; the token
+itself is never logged.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,10 +103,36 @@ class JwtVerifier:
             return TokenCheck(None, "bad signature")
         except (jwt.PyJWTError, ValueError, TypeError) as exc:  # a key of another type, say
             return TokenCheck(None, f"invalid token ({type(exc).__name__})")
-        subject = claims.get(self.claim)
-        if not isinstance(subject, str) or not subject.strip() or len(subject) > 200:
-            return TokenCheck(None, f"token has no {self.claim} claim")
-        return TokenCheck(subject.strip())
+        problem = claim_problem(claims, self.claim)
+        if problem:
+            return TokenCheck(None, f"invalid token ({problem})")
+        return TokenCheck(claims[self.claim])
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def claim_problem(claims: dict[str, Any], claim: str) -> str:
+    """Why the verified claims are not well-typed ("" when they are). PyJWT accepts a numeric
+    string as `exp` and does not look at the type of `iss` when no issuer is configured."""
+    for name in ("exp", "nbf", "iat"):
+        if name in claims and not _number(claims[name]):
+            return f"{name} must be a number"
+    audience = claims.get("aud")
+    if "aud" in claims and not (
+        isinstance(audience, str)
+        or (isinstance(audience, list) and all(isinstance(a, str) for a in audience))
+    ):
+        return "aud must be a string or a list of strings"
+    if "iss" in claims and not isinstance(claims["iss"], str):
+        return "iss must be a string"
+    subject = claims.get(claim)
+    if not isinstance(subject, str) or not subject.strip():
+        return f"no {claim} claim"
+    if subject != subject.strip() or len(subject) > 200 or not subject.isprintable():
+        return f"{claim} must be at most 200 printable characters without surrounding spaces"
+    return ""
 
 
 def _load_jwks(path: Path) -> dict[str, Any]:

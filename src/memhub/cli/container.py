@@ -18,6 +18,7 @@ from memhub.core.models import GlobalRole, Principal
 from memhub.core.settings import Settings
 from memhub.http.guard import GuardPolicy, default_hosts, default_origins
 from memhub.http.metrics import Metrics
+from memhub.http.sessions import SessionTable
 from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
 from memhub.mcp.toolkit import Toolset
@@ -42,6 +43,7 @@ class Container:
     limiter: RateLimiter  # per principal (the call pipeline's)
     tool_classes: dict[str, str]  # tool name -> rate-limit class, for the HTTP layer
     states: dict[str, object]  # toolset name -> its state (`Toolset.state`)
+    sessions: SessionTable | None = None  # open HTTP sessions (built with the guard policy)
 
     def call(self, toolset: str, principal: Principal, tool: str, **options: Any) -> Call:
         """A call outside MCP (the CLI) with `toolset`'s state, as the pipeline makes them."""
@@ -59,6 +61,8 @@ class Container:
         if runtime.search is not None and runtime.search.vectors is not None:
             values["vectors_indexed"] = float(len(runtime.search.vectors))
             values["search_vector_timeouts_total"] = float(runtime.search.vector_timeouts)
+        if self.sessions is not None:
+            values["http_sessions"] = float(len(self.sessions))
         if runtime.backfill is not None:
             values["backfill_embedded_total"] = float(runtime.backfill.embedded)
             values["backfill_backlog"] = float(runtime.backfill.backlog)
@@ -95,7 +99,11 @@ class Container:
                 claim=settings.jwt_claim,
             )
         return Authenticator(
-            self.runtime.store, settings.project, api_keys=settings.auth == "apikey", verifier=verifier
+            self.runtime.store,
+            settings.project,
+            api_keys=settings.auth == "apikey",
+            verifier=verifier,
+            local_user=settings.user,
         )
 
     def guard_policy(self) -> GuardPolicy:
@@ -108,6 +116,7 @@ class Container:
             "admin": Limit(settings.rate_limit_ip_admin),
         }
         ip_limiter = RateLimiter(ip_limits, self.limiter.clock)
+        self.sessions = SessionTable(settings.max_sessions, settings.max_sessions_per_principal)
 
         def audit(outcome: str, detail: dict[str, Any]) -> None:
             runtime.deferred.event("anonymous", "http.auth", outcome, detail, runtime.now())
@@ -123,6 +132,7 @@ class Container:
             principal_limiter=self.limiter,
             tool_classes=self.tool_classes,
             local=self.principal,
+            sessions=self.sessions,
         )
 
     def close(self) -> None:

@@ -115,15 +115,15 @@ async def _decision(container: Container, args: argparse.Namespace) -> int:
 
 async def _proposal(container: Container, args: argparse.Namespace) -> int:
     call = _call(container, f"proposal.{args.action}")
-    folder = proposals.directory(call)
+    folder, cipher = proposals.directory(call), proposals.cipher_of(call)
     if args.action == "list":
-        for p in proposals.listing(folder):
+        for p in proposals.listing(folder, cipher):
             left = proposals.time_left(call, p)
             wait = f"review {max(0, round(left))} s left" if left > 0 and p.status == "open" else ""
             print(f"{p.name}\t{p.status}\t{p.meta.get('target', '')}\t{wait}".rstrip())
         return 0
     if args.action == "show":
-        sys.stdout.write(proposals.load(folder, args.proposal_id).text)
+        sys.stdout.write(proposals.load(folder, args.proposal_id, cipher).text)
         return 0
     if args.action == "accept":
         print((await proposals.accept(call, args.proposal_id)).message)

@@ -25,6 +25,9 @@ from memhub.search.embedders import EMBEDDER_NAMES, available_embedders
 from memhub.store.base import Checks
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+# Libraries that log message bodies below WARNING (sse_starlette: every SSE chunk; the MCP SDK:
+# every JSON-RPC message; httpx/httpcore: requests and responses).
+QUIET_LIBRARIES = ("sse_starlette", "mcp", "mcp_types", "httpx", "httpcore", "httpx2", "httpcore2")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
         "none searches text only. Installed here: " + ", ".join(installed),
     )
     serve.add_argument("--auth", choices=["none", "apikey", "jwt"], help="HTTP authentication (default none)")
+    serve.add_argument(
+        "--trusted-proxies",
+        dest="trusted_proxies",
+        help="comma list of proxy addresses whose X-Forwarded-For is believed (default: none)",
+    )
 
     apikey = commands.add_parser("apikey", help="manage API keys for HTTP clients")
     apikey.add_argument("action", choices=["create", "revoke", "list"])
@@ -99,6 +107,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "tls_key",
             "allowed_hosts",
             "allowed_origins",
+            "trusted_proxies",
         )
     }
     for name in ("home", "db", "vault", "user", "project", "config"):
@@ -106,6 +115,17 @@ def _settings(args: argparse.Namespace) -> Settings:
         if late is not None:
             overrides[name] = late
     return load_settings(os.environ, overrides, Path.cwd())
+
+
+def configure_logging(level: str) -> None:
+    """memhub's own loggers at `level`, on stderr. The libraries under the transports log whole
+    JSON-RPC messages (stored text, secrets) at DEBUG and INFO: they stay at WARNING or above."""
+    logging.basicConfig(
+        stream=sys.stderr, level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    floor = max(logging.getLogger().getEffectiveLevel(), logging.WARNING)
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(floor)
 
 
 def _doctor(container: Container) -> int:
@@ -151,11 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"memhub: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(settings.log_level)
     if (
         args.command == "serve"
         and settings.host not in LOOPBACK

@@ -97,6 +97,10 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
         ssl_certfile=settings.tls_cert or None,
         ssl_keyfile=settings.tls_key or None,
         backlog=512,
+        # X-Forwarded-For/-Proto only from the proxies named in `trusted_proxies` (uvicorn's own
+        # default believes any loopback client, which would let a local caller pick its "IP")
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=list(settings.trusted_proxies) or None,
     )
     config.load()
     if config.ssl is not None:

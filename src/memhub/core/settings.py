@@ -191,6 +191,30 @@ class Settings:
         default=100,
         metadata=_meta("MEMHUB_SSE_MAX_CONNECTIONS", "Open SSE streams at most (503 above it; 0: no limit)."),
     )
+    max_sessions: int = field(
+        default=1000,
+        metadata=_meta(
+            "MEMHUB_MAX_SESSIONS",
+            "Open MCP sessions (streamable HTTP and SSE) at most; the oldest idle one is closed for a new"
+            " one (0: no limit).",
+        ),
+    )
+    max_sessions_per_principal: int = field(
+        default=100,
+        metadata=_meta(
+            "MEMHUB_MAX_SESSIONS_PER_PRINCIPAL",
+            "Open MCP sessions one principal may hold; its oldest idle one is closed for a new one"
+            " (0: no limit).",
+        ),
+    )
+    trusted_proxies: tuple[str, ...] = field(
+        default=(),
+        metadata=_meta(
+            "MEMHUB_TRUSTED_PROXIES",
+            "Comma list of proxy addresses (or CIDR networks) whose X-Forwarded-For/-Proto headers are"
+            " believed; empty: none, the socket address is the client.",
+        ),
+    )
     tls_cert: str = field(default="", metadata=_meta("MEMHUB_TLS_CERT", "PEM certificate: serve HTTPS."))
     tls_key: str = field(default="", metadata=_meta("MEMHUB_TLS_KEY", "PEM private key of tls_cert."))
     tls_min_version: str = field(

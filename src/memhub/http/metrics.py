@@ -22,6 +22,7 @@ STATE: dict[str, tuple[str, str]] = {
     ),
     "backfill_embedded_total": ("counter", "Items the background backfill has embedded since start."),
     "backfill_backlog": ("gauge", "Items still waiting for their vector."),
+    "http_sessions": ("gauge", "Open MCP sessions over HTTP (streamable-HTTP sessions and SSE streams)."),
 }
 
 

@@ -8,15 +8,23 @@ in batches off the event loop, and stored one write transaction per batch.
 `run_forever` follows new items without rescanning the table on every poll: it scans when
 `notify()` says this process wrote items (call it after inserts and text edits), when another
 process has committed (the store's `data_version`), and every `rescan_seconds` regardless.
+
+Read your writes: `readiness(timeout)` is what a read that needs vectors calls first. It waits,
+within `timeout` in all, for a model still loading and then for this process's writes to get
+their vectors — but only for a backlog it can clear in the time left (estimated from the
+measured embedding rate); otherwise it answers at once. The `Readiness` it returns says what
+the read may miss (the model not loaded: keyword search alone; items still without vectors).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
 
 import anyio
 import numpy as np
@@ -34,6 +42,22 @@ OnEmbedded = Callable[[list[tuple[int, np.ndarray]]], Awaitable[object]]
 
 # What a model may raise on one bad input (the C engine via ctypes, numpy shape checks).
 _MODEL_ERRORS = (ValueError, RuntimeError, OSError)
+
+
+FIRST_GUESS_S = 0.05  # seconds per item before any batch was timed (a model on one core)
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """What a read that needs vectors can rely on (`VectorBackfill.readiness`)."""
+
+    model: Literal["ready", "loading", "unavailable"]
+    caught_up: bool  # this process's writes have their vectors and semantic links
+    pending: int  # items known to wait for vectors (a lower bound; 0: none known)
+
+    @property
+    def complete(self) -> bool:
+        return self.model == "ready" and self.caught_up and self.pending == 0
 
 
 @runtime_checkable
@@ -76,6 +100,9 @@ class VectorBackfill:
         self._caught_up = 0
         self._scan_generation = 0
         self._settled: anyio.Event | None = None
+        self._started: anyio.Event | None = None  # set when run_forever follows writes
+        self._begun = False  # run_forever was called
+        self.seconds_per_item = FIRST_GUESS_S  # measured: a moving average over batches
 
     def reset(self) -> None:
         """Look at every item again on the next scan (after a reindex or a restore)."""
@@ -125,6 +152,47 @@ class VectorBackfill:
                 await self._settled.wait()
         return self._caught_up >= target
 
+    def _estimate(self) -> int:
+        """Items waiting for vectors as far as this process knows: the prefetched queue and the
+        writes since the last scan (one item each, at least)."""
+        return len(self._queue) + max(0, self._written - self._scan_generation)
+
+    async def readiness(self, timeout: float) -> Readiness:
+        """Wait, `timeout` seconds at most in all, for the model (when it is loading) and for
+        this process's writes to have their vectors — only when the known backlog can be
+        embedded within the time left; otherwise return at once. Never raises."""
+        deadline = anyio.current_time() + timeout
+        embedding = self.embedding
+        if not (embedding.started or self._begun):
+            return Readiness("ready", True, 0)  # no vectors made in the background here (a one-shot command)
+        if not embedding.ready:
+            if embedding.loading:
+                await embedding.wait_ready(timeout)
+            if not embedding.ready:
+                state: Literal["loading", "unavailable"] = "loading" if embedding.loading else "unavailable"
+                return Readiness(state, self._caught_up >= self._written, self._estimate())
+        if not self._running:  # loaded just now: run_forever starts following within moments
+            with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+                while not self._running:
+                    if self._started is None:
+                        self._started = anyio.Event()
+                    await self._started.wait()
+            if not self._running:
+                return Readiness("ready", self._caught_up >= self._written, self._estimate())
+        target = self._written
+        if self._caught_up < target:
+            left = deadline - anyio.current_time()
+            if not self._more and self._estimate() * self.seconds_per_item <= left:
+                with anyio.move_on_after(max(0.0, left)):
+                    while self._caught_up < target:
+                        if self._settled is None:
+                            self._settled = anyio.Event()
+                        await self._settled.wait()
+        backlog = self._estimate() if (self._queue or self._more or self._caught_up < target) else 0
+        if self._more:
+            backlog = max(backlog, self.prefetch)
+        return Readiness("ready", self._caught_up >= target, backlog)
+
     def _mark_settled(self, generation: int | None = None) -> None:
         """Every write up to `generation` (None: all) has its vector and its follow-up work."""
         self._caught_up = max(self._caught_up, self._written if generation is None else generation)
@@ -143,11 +211,14 @@ class VectorBackfill:
         rows = [self._queue.popleft() for _ in range(min(batch, len(self._queue)))]
         if not rows:
             return 0
+        started = time.perf_counter()
         try:
             blobs = await self._embed(rows)
         except BaseException:
             self._queue.extendleft(reversed(rows))  # not lost: retried by the next round
             raise
+        per_item = (time.perf_counter() - started) / len(rows)
+        self.seconds_per_item = 0.7 * self.seconds_per_item + 0.3 * per_item
         if not blobs:
             return 0
         stored = await anyio.to_thread.run_sync(self._store_vectors, blobs)
@@ -223,12 +294,15 @@ class VectorBackfill:
         `max_poll_seconds` (`notify()` cuts a sleep short). A write signal (notify, another
         process's commit) also drops the prefetched rows, so edited texts are read afresh.
         """
+        self._begun = True
         try:
             await self.embedding.load()
         except EmbedderUnavailable as exc:
             log.warning("vector backfill not started: %s", exc.message)
             return
         self._running = True
+        if self._started is not None:
+            self._started.set()
         try:
             await self._follow(poll_seconds, max_poll_seconds, rescan_seconds, full_rescan_seconds, batch)
         finally:

@@ -6,7 +6,9 @@ time and, when several wait, admits search queries before indexing work. Passage
 embedded in small chunks, so a query waits for at most one chunk of a long backfill.
 
 The model loads in the background (`start_loading`), so the server starts at once; until it
-is `ready`, searches run on text alone (the engine checks `ready`, it never waits here).
+is `ready`, searches run on text alone (the engine checks `ready`, it never waits here). A read
+that needs vectors may wait a bounded time for the load (`wait_ready`), then says whether it
+ran without them (search/backfill.py, `VectorBackfill.readiness`).
 """
 
 from __future__ import annotations
@@ -102,6 +104,23 @@ class EmbeddingService:
     def ready(self) -> bool:
         """The model is loaded: an embedding now costs inference only."""
         return self._loaded.is_set()
+
+    @property
+    def started(self) -> bool:
+        """`start_loading` was called: this process loads the model in the background."""
+        return self._loader is not None
+
+    @property
+    def loading(self) -> bool:
+        """The model is being loaded in the background (it will be `ready` or fail)."""
+        return self._loader is not None and not self._loaded.is_set() and self._error is None
+
+    async def wait_ready(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a background load to finish; True when ready.
+        Returns at once when no load is under way (nothing to wait for)."""
+        if self._loaded.is_set() or not self.loading or timeout <= 0:
+            return self._loaded.is_set()
+        return await anyio.to_thread.run_sync(self._loaded.wait, timeout)
 
     @property
     def error(self) -> str | None:

@@ -18,6 +18,8 @@ from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid, not_fo
 from memhub.services.runtime import Runtime
 from memhub.store.base import BACKUP_PARTS, Backups, Checks, FileSize
 
+# What `health` says about the whole store's content and activity: the admin role only.
+STORE_WIDE = ("vectors_indexed", "embedder_queue", "vectors_pending")
 HEALTH_CHECK_MAX_AGE_S = 300.0  # health re-reads the whole file at most this often
 REPORT_SECONDS = 1.0  # progress of a reindex is reported this often
 REINDEX_BATCH = 64

@@ -25,12 +25,13 @@ from memhub.services.deferred import DeferredWrites
 from memhub.store.base import Store, Tx
 
 if TYPE_CHECKING:
+    from memhub.search.backfill import Readiness
     from memhub.search.embedding import EmbeddingService
     from memhub.search.engine import SearchEngine, VectorBackfill
 
 T = TypeVar("T")
 S = TypeVar("S")
-SETTLE_SECONDS = 1.0  # a read that depends on vectors waits at most this long for pending ones
+SETTLE_SECONDS = 1.5  # a read that depends on vectors waits at most this long (model load, pending vectors)
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
@@ -65,6 +66,25 @@ class Runtime:
         self.store.close()
 
 
+def readiness_note(ready: Readiness, pending: str, *, search: bool) -> str | None:
+    """The note of a read that ran with `ready` (None: nothing missing)."""
+    if ready.model != "ready":
+        effect = (
+            "these results come from keyword search alone"
+            if search
+            else "memories stored meanwhile are not compared by meaning yet"
+        )
+        if ready.model == "loading":
+            return f"the embedding model is still loading: {effect}; ask again in a moment"
+        return f"the embedding model could not be loaded: {effect}"
+    waiting = f"{ready.pending} item(s) still without vectors" if ready.pending else ""
+    if not ready.caught_up:
+        return f"{pending} ({waiting})" if waiting else pending
+    if waiting:
+        return f"{waiting} (being indexed): results by meaning may miss them; ask again in a moment"
+    return None
+
+
 def new_request_id() -> str:
     return uuid.uuid4().hex
 
@@ -96,13 +116,18 @@ class Call:
             raise MemhubError(ErrorKind.UNAVAILABLE, f"{self.tool} is not configured in this process")
         return self.state
 
-    async def settled(self, timeout: float = SETTLE_SECONDS) -> bool:
-        """Read your writes: wait (at most `timeout`) until items this process wrote have their
-        vectors and the follow-up work on them (semantic links) is done. True when caught up
-        (or nothing is pending, or no model is running); False when the wait ran out."""
+    async def catch_up(
+        self, pending: str, *, search: bool = True, timeout: float = SETTLE_SECONDS
+    ) -> str | None:
+        """Read your writes before a read that needs vectors: wait (at most `timeout` in all)
+        for a model still loading and for the vectors (and semantic links) of items this
+        process wrote, when they can be made in that time (search/backfill.py, `readiness`).
+        None when the read sees everything; else the note the result carries, saying what it
+        may miss: `pending` (this process's writes are not embedded yet), keyword search alone
+        (`search`) or no associations by meaning (the model is loading or failed), or a backlog."""
         if self.runtime.backfill is None:
-            return True
-        return await self.runtime.backfill.settle(timeout)
+            return None
+        return readiness_note(await self.runtime.backfill.readiness(timeout), pending, search=search)
 
     async def report(self, done: float, total: float | None, message: str | None = None) -> None:
         """Progress of long work (reindex, import), as MCP progress notifications when asked for."""

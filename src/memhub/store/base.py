@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memhub.core.models import ProjectRole, Viewer
+from memhub.store.crypto import ContentCipher
 from memhub.store.rows import (
     GROUPABLE,
     UPDATABLE,
@@ -313,6 +314,15 @@ class Encryption(Protocol):
     def rotate_encryption(self, new_key: bytes | None) -> int:
         """Re-encrypt every item's text under `new_key` (None: plaintext); items rewritten."""
         ...
+
+
+@runtime_checkable
+class Sealing(Protocol):
+    """The store's content cipher (None: not encrypted), for what memhub keeps beside the store
+    (proposal files): sealed when the store's text is."""
+
+    @property
+    def cipher(self) -> ContentCipher | None: ...
 
 
 @runtime_checkable

@@ -6,6 +6,11 @@ be read while `memhub encryption rotate` moves it to a new key). A value is stor
 ciphertext moved to another column does not decrypt. Text without the prefix is plaintext
 written before encryption was turned on (rotation encrypts it).
 
+Columns that are looked up by equality (a project's name, an item's tags and category, a link's
+subtype) are sealed deterministically (`seal_fixed`): the nonce is a keyed hash of the column and
+the text, so one text always gives one ciphertext and `WHERE name = ?` still works. This shows
+which rows share a value (as the blind index does), never the value.
+
 Search keeps working without plaintext in the file: the text index holds, instead of each
 word (or CJK bigram), `HMAC-SHA256(index key, word)` truncated to 96 bits; queries are
 turned into the same tokens. The index key is derived from the encrypting key, so rotating
@@ -62,11 +67,20 @@ class ContentCipher:
         self.primary = key_id(keys[0])
         self._aead = {key_id(k): AESGCM(k) for k in keys}
         self._index_key = hmac.new(keys[0], b"memhub-blind-index-v1", hashlib.sha256).digest()
+        self._fixed_key = hmac.new(keys[0], b"memhub-fixed-nonce-v1", hashlib.sha256).digest()
 
     def encrypt(self, text: str | None, column: str) -> str | None:
         if text is None:
             return None
         nonce = os.urandom(12)
+        sealed = self._aead[self.primary].encrypt(nonce, text.encode("utf-8"), column.encode())
+        return f"{PREFIX}{self.primary}:{base64.b64encode(nonce + sealed).decode()}"
+
+    def seal_fixed(self, text: str, column: str) -> str:
+        """`text` encrypted with a nonce derived from it (a synthetic IV): equal texts give equal
+        ciphertexts, so the column can still be compared, indexed and kept UNIQUE."""
+        data = column.encode() + b"\x00" + text.encode("utf-8")
+        nonce = hmac.new(self._fixed_key, data, hashlib.sha256).digest()[:12]
         sealed = self._aead[self.primary].encrypt(nonce, text.encode("utf-8"), column.encode())
         return f"{PREFIX}{self.primary}:{base64.b64encode(nonce + sealed).decode()}"
 

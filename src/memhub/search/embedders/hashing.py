@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
@@ -52,10 +53,15 @@ def _features(text: str) -> Counter[str]:
 class HashingEmbedder:
     """Deterministic across processes and platforms (blake2b, not Python's salted `hash`)."""
 
-    def __init__(self, dim: int = 256) -> None:
+    def __init__(self, dim: int = 256, *, load_seconds: float = 0.0, passage_seconds: float = 0.0) -> None:
+        """`load_seconds`: how long `load` takes and `passage_seconds` how long each passage
+        takes, as a real model's would (tests of a server whose model is still loading, or
+        that has a backlog it cannot embed at once)."""
         if dim < 8:
             raise ValueError("dim must be at least 8")
         self._dim = dim
+        self._load_seconds = load_seconds
+        self._passage_seconds = passage_seconds
         self._id = f"{_VERSION}/{dim}"
 
     @property
@@ -67,7 +73,8 @@ class HashingEmbedder:
         return self._dim
 
     def load(self) -> None:
-        return None
+        if self._load_seconds > 0:
+            time.sleep(self._load_seconds)
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
@@ -79,6 +86,8 @@ class HashingEmbedder:
         return normalize_rows(out, self._dim)
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        if self._passage_seconds > 0:
+            time.sleep(self._passage_seconds * len(texts))
         return self._embed(texts)
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:

@@ -1,6 +1,7 @@
 """The `admin` tool: health, statistics, backup and restore, reindex, orphan cleanup, domain migration.
 
-Everything but `health_check` needs the admin role (the first user of a store is its admin).
+Everything but `health_check` needs the admin role (the first user of a store is its admin);
+`health_check` tells a member the state of the server, not the store-wide counts.
 The store-wide operations are memhub's, not this toolset's: they live in services/ops.py,
 which the CLI uses too; this module adds the seed's parameters and `migrate_domain`.
 `restore` and `migrate_domain` change data wholesale: without `force=true` they only verify
@@ -94,6 +95,8 @@ async def _migrate(call: Call, args: m.AdminInput) -> m.AdminOutput:
 async def admin(call: Call, args: m.AdminInput) -> m.AdminOutput:
     if args.action == "health_check":
         status, details = await ops.health(call.runtime)
+        if not await call.read(lambda tx: access.is_admin(tx, call.principal)):
+            details = {k: v for k, v in details.items() if k not in ops.STORE_WIDE}
         return m.AdminOutput(action="health_check", status=status, details=details)
     await _require_admin(call)
     if args.action == "system_stats":

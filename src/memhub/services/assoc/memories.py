@@ -216,7 +216,7 @@ async def delete(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
 async def get_related(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     """Breadth-first over associations (both directions), strongest paths first, to `depth`.
     Waits (bounded) for this process's pending semantic links first: read your writes."""
-    settled = await call.settled()
+    note = await call.catch_up(PENDING_NOTE, search=False)
 
     def work(tx: Tx) -> m.MemoryOutput:
         start = domains.get_memory(tx, call.principal, args.memory_id)
@@ -238,7 +238,7 @@ async def get_related(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
             action="get_related",
             memory=domains.to_memory(start),
             related=related,
-            note=None if settled else PENDING_NOTE,
+            note=note,
         )
 
     return await call.read(work)

@@ -62,11 +62,13 @@ async def ranked(
     limit: int,
     threshold: float,
     project_id: int | None = None,
-) -> tuple[list[m.Memory], int]:
+) -> tuple[list[m.Memory], int, str | None]:
+    """(memories, matches, note): the note says what the search may have missed (read your
+    writes: runtime.Call.catch_up)."""
     engine = call.runtime.search
     if engine is None:
         raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
-    await call.settled()
+    note = await call.catch_up(PENDING_NOTE)
     viewer = await call.read(lambda tx: scoped.viewer(tx, call))
     hits = await engine.search(
         viewer,
@@ -110,7 +112,8 @@ async def ranked(
         memories = [domains.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
         return memories, len(scored)
 
-    return await call.read(work)
+    memories, total = await call.read(work)
+    return memories, total, note
 
 
 async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
@@ -123,7 +126,7 @@ async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     )
     projects = [args.project_id] if args.project_id else None
     only_project = args.project_id is not None and args.include_domains == ["project"]
-    memories, _ = await ranked(
+    memories, _, note = await ranked(
         call,
         args.query,
         where,
@@ -134,7 +137,7 @@ async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         if only_project and args.project_id
         else None,  # candidates from it alone
     )
-    return m.MemoryOutput(action="search", memories=memories)
+    return m.MemoryOutput(action="search", memories=memories, note=note)
 
 
 def _filters(args: m.SearchInput) -> tuple[ItemQuery, Sequence[str] | None, Sequence[str] | None]:
@@ -198,8 +201,10 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         row = domains.get_memory(tx, call.principal, args.memory_id)
         return row, tx.get_vector(row.id, embedding.id), scoped.viewer(tx, call)
 
-    settled = await call.settled()
+    note = await call.catch_up(PENDING_NOTE, search=False)
     row, blob, viewer = await call.read(source)
+    if blob is None and not embedding.ready:  # its vector needs the model: do not wait for the load
+        return [], 0, note or "the embedding model is not loaded yet: ask again in a moment"
     vec = np.frombuffer(blob, dtype="<f4") if blob else (await embedding.embed_passages([row.body]))[0]
     hits = await engine.nearest(viewer, vec, k=args.limit * 4 + 1, kinds=(Kind.MEMORY,))
     sims = {i: ranking.calibrated(embedding.id, cos) for i, cos in hits if i != item_id}
@@ -211,7 +216,7 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         return [domains.to_memory(r, score=sims[r.id], similarity=sims[r.id]) for r in chosen], len(kept)
 
     memories, total = await call.read(work)
-    return memories, total, None if settled else PENDING_NOTE
+    return memories, total, note
 
 
 async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
@@ -219,7 +224,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
     if args.type in ("semantic", "advanced") and args.query is not None and args.query.strip():
         # by meaning, the vault's notes (its owner's) are found too: one store, one search
         with_notes = replace(where, kinds=(Kind.MEMORY, Kind.NOTE)) if args.type == "semantic" else where
-        memories, total = await ranked(
+        memories, total, note = await ranked(
             call,
             args.query,
             with_notes,
@@ -227,6 +232,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
             args.limit,
             args.threshold,
         )
+        return m.SearchOutput(type=args.type, memories=memories, total=total, note=note)
     elif args.type == "semantic":
         raise invalid("query is required for a semantic search")
     elif args.type == "tags":

@@ -20,6 +20,10 @@ AGENT_MEMORY_SECRET; it is refused during the review window (`review_window_s`, 
 the later of `created_at` and the file's last change, so an edited proposal is reviewed
 again). Accepting records the decision with its supersede links and marks the file
 accepted, in the store's write transaction: a second accept is a conflict.
+
+When the store is encrypted (store/crypto.py) a proposal file holds one line, its text sealed
+with the store's key (`mhenc1:...`), and its name says nothing of the target; `memhub proposal
+show` prints it in clear. A file written by hand in clear is still read.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from memhub.services.decisions import errors, service
 from memhub.services.decisions import models as m
 from memhub.services.decisions.config import config
 from memhub.services.runtime import Call
-from memhub.store.base import Tx
+from memhub.store.base import Sealing, Tx
+from memhub.store.crypto import PREFIX, ContentCipher
 
 FENCE = "---"
 ORDER = ("status", "project", "target", "title", "supersedes", "consequences", "kind", "note",
@@ -77,6 +82,24 @@ class Proposal:
 
 def directory(call: Call) -> Path:
     return config(call).proposals_dir
+
+
+def cipher_of(call: Call) -> ContentCipher | None:
+    """The key proposals are sealed with: the store's (None: the store is not encrypted)."""
+    store = call.runtime.store
+    return store.cipher if isinstance(store, Sealing) else None
+
+
+def _seal(text: str, cipher: ContentCipher | None) -> str:
+    return f"{cipher.encrypt(text, 'proposal')}\n" if cipher is not None else text
+
+
+def _open(name: str, text: str, cipher: ContentCipher | None) -> str:
+    if not text.startswith(PREFIX):
+        return text
+    if cipher is None:
+        raise invalid(f"proposal {name} is encrypted: start memhub with the store's key to read it")
+    return cipher.decrypt(text.strip(), "proposal") or ""
 
 
 def check_name(proposal_id: str) -> str:
@@ -122,48 +145,50 @@ def render(meta: dict[str, Any], body: str) -> str:
     return "\n".join(lines) + "\n" + body.strip() + "\n"
 
 
-def load(folder: Path, proposal_id: str) -> Proposal:
+def load(folder: Path, proposal_id: str, cipher: ContentCipher | None = None) -> Proposal:
     name = check_name(proposal_id)
     path = folder / name
     if path.is_symlink() or not path.is_file():
         raise not_found(f"proposal {name} does not exist")
     if path.stat().st_size > MAX_BYTES:
         raise invalid(f"proposal {name} is larger than {MAX_BYTES} bytes")
-    text = path.read_text(encoding="utf-8")
+    text = _open(name, path.read_text(encoding="utf-8"), cipher)
     meta, body = parse(text)
     return Proposal(name, path, meta, body, text)
 
 
-def listing(folder: Path) -> list[Proposal]:
+def listing(folder: Path, cipher: ContentCipher | None = None) -> list[Proposal]:
     """Every readable proposal, oldest file name first."""
     if not folder.is_dir():
         return []
     found = []
     for path in sorted(folder.glob("*.md")):
         try:
-            found.append(load(folder, path.name))
+            found.append(load(folder, path.name, cipher))
         except (MemhubError, OSError, ValueError):
             continue  # a file that is not a proposal (bad front matter) is not listed
     return found
 
 
-def write_new(folder: Path, stem: str, meta: dict[str, Any], body: str) -> Path:
+def write_new(
+    folder: Path, stem: str, meta: dict[str, Any], body: str, cipher: ContentCipher | None = None
+) -> Path:
     """A new proposal file `stem.md` (or `stem-2.md`, ...), never overwriting one."""
     folder.mkdir(parents=True, exist_ok=True)
     for n in range(1, 1000):
         path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
         try:
             with path.open("x", encoding="utf-8") as out:
-                out.write(render(meta, body))
+                out.write(_seal(render(meta, body), cipher))
         except FileExistsError:
             continue
         return path
     raise conflict(f"too many proposals named {stem}")
 
 
-def _replace(path: Path, text: str) -> None:
+def _replace(path: Path, text: str, cipher: ContentCipher | None) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(_seal(text, cipher), encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -242,9 +267,9 @@ def _decide(tx: Tx, call: Call, proposal: Proposal) -> DecisionRecord:
 
 async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.BaseResponse:
     """Turn an open proposal whose review window has passed into an active decision, once."""
-    folder = directory(call)
+    folder, cipher = directory(call), cipher_of(call)
     await call.read(lambda tx: _gate(tx, call, secret))
-    proposal = load(folder, proposal_id)
+    proposal = load(folder, proposal_id, cipher)
     if proposal.status != "open":
         raise conflict(f"proposal {proposal.name} is already {proposal.status}")
     left = time_left(call, proposal)
@@ -257,7 +282,7 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
     written: list[Proposal] = []
 
     def work(tx: Tx) -> DecisionRecord:
-        current = load(folder, proposal.name)  # again, under the writer lock: accepted once
+        current = load(folder, proposal.name, cipher)  # again, under the writer lock: accepted once
         if current.status != "open" or current.text != proposal.text:
             raise conflict(f"proposal {proposal.name} changed or was decided meanwhile; review it again")
         record = _decide(tx, call, current)
@@ -268,7 +293,7 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
             "decided_at": isoformat(call.runtime.clock.now()),
             "decided_by": call.principal.id,
         }
-        _replace(current.path, render(meta, current.body))
+        _replace(current.path, render(meta, current.body), cipher)
         written.append(current)
         return record
 
@@ -279,7 +304,7 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
     finally:
         if not committed:  # the decision was not recorded: the proposal stays open
             for original in written:
-                _replace(original.path, original.text)
+                _replace(original.path, original.text, cipher)
     old = ", ".join(DEC(i) for i in record.supersedes)
     replaced = f", superseding {old}" if old else ""
     return m.BaseResponse(
@@ -289,9 +314,9 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
 
 async def reject(call: Call, proposal_id: str, reason: str) -> Proposal:
     """Close an open proposal without a decision (a person, at the CLI)."""
-    folder = directory(call)
+    folder, cipher = directory(call), cipher_of(call)
     await call.read(lambda tx: _gate(tx, call, None))
-    proposal = load(folder, proposal_id)
+    proposal = load(folder, proposal_id, cipher)
     if proposal.status != "open":
         raise conflict(f"proposal {proposal.name} is already {proposal.status}")
     meta = {
@@ -301,6 +326,6 @@ async def reject(call: Call, proposal_id: str, reason: str) -> Proposal:
         "decided_at": isoformat(call.runtime.clock.now()),
         "decided_by": call.principal.id,
     }
-    _replace(proposal.path, render(meta, proposal.body))
+    _replace(proposal.path, render(meta, proposal.body), cipher)
     await call.record("ok")
-    return load(folder, proposal.name)
+    return load(folder, proposal.name, cipher)

@@ -28,6 +28,7 @@ from memhub.services.decision_model import DecisionRecord
 from memhub.services.decisions import proposals
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, Tx
+from memhub.store.crypto import ContentCipher
 
 DUPLICATE_AT = 0.9
 MAX_DECISIONS = 10_000  # per project
@@ -97,9 +98,9 @@ def _slug(target: str) -> str:
     return slug.strip("-")[:40] or "decision"
 
 
-def _open_sets(folder: Path) -> set[tuple[str, frozenset[str]]]:
+def _open_sets(folder: Path, cipher: ContentCipher | None) -> set[tuple[str, frozenset[str]]]:
     found = set()
-    for proposal in proposals.listing(folder):
+    for proposal in proposals.listing(folder, cipher):
         if proposal.status == "open":
             ids = proposal.meta.get("supersedes") or []
             found.add((str(proposal.meta.get("project", "")), frozenset(map(str, ids))))
@@ -131,8 +132,8 @@ def proposal_for(group: Group, kind: str, similarity: float, author: str) -> tup
 async def reflect(call: Call, project: str | None = None) -> list[Path]:
     """Write a proposal for every target with several active decisions; the new files' paths."""
     groups = await call.read(lambda tx: _groups(tx, call, project))
-    folder = proposals.directory(call)
-    known = _open_sets(folder)
+    folder, cipher = proposals.directory(call), proposals.cipher_of(call)
+    known = _open_sets(folder, cipher)
     written = []
     for group in groups:
         ids = frozenset(r.public_id for r in group.decisions)
@@ -143,8 +144,9 @@ async def reflect(call: Call, project: str | None = None) -> list[Path]:
         meta, body = proposal_for(group, kind, similarity, call.principal.id)
         now = call.runtime.clock.now()
         meta["created_at"] = isoformat(now)
-        stem = f"{now:%Y%m%d-%H%M%S}-{_slug(group.target)}"
-        written.append(proposals.write_new(folder, stem, meta, body))
+        # an encrypted store's proposal names do not spell out the target
+        stem = f"{now:%Y%m%d-%H%M%S}-{'proposal' if cipher is not None else _slug(group.target)}"
+        written.append(proposals.write_new(folder, stem, meta, body, cipher))
         known.add((group.project, ids))
     await call.record("ok")
     return written

@@ -183,7 +183,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
     engine = call.runtime.search
     if engine is None:
         raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
-    caught_up = await call.settled()
+    note = await call.catch_up(PENDING_NOTE)
     viewer = await call.read(lambda tx: access.viewer(tx, call.principal))
     hits = await engine.search(
         viewer,
@@ -231,7 +231,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
         status="success",
         message=f"{len(results)} decision(s), mode {args.mode}",
         results=results,
-        note=None if caught_up else PENDING_NOTE,
+        note=note,
     )
 
 

@@ -23,6 +23,7 @@ from memhub.core.errors import invalid
 from memhub.core.ids import CLM
 from memhub.core.models import Kind, Principal
 from memhub.policy.model import Policy
+from memhub.policy.redact import without_secrets
 from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
@@ -170,7 +171,7 @@ async def activate(call: Call, args: m.ActivateInput) -> m.ActivateResult:
 
     call.detail.update(active_context_id=context_id, claims=len(kept))
     data = await call.transact(work)
-    return _result(call, data)
+    return _result(call, data.model_copy(update={"note": ranked.note}))
 
 
 def _result(call: Call, data: m.ActivateData) -> m.ActivateResult:
@@ -189,6 +190,8 @@ async def read_resource(runtime: Runtime, caller: Principal, context_id: str) ->
             policy = current(tx)
             items = _items(tx, caller, row, policy)
         data = _data(row, policy, items, 0, max(len(items), 1), True)
-        return json.dumps(data.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+        # a resource passes no tool output filter: mask secrets here as the pce filter does
+        body = without_secrets(data.model_dump(mode="json", exclude_none=True))
+        return json.dumps(body, ensure_ascii=False)
 
     return await runtime.in_thread(work)

@@ -4,6 +4,10 @@ Idempotent per (claim, caller, time bucket): the first signal in a bucket counts
 (a retry, a double click) is acknowledged and changes nothing. The bucket is
 `floor(unix time / MEMHUB_PCE_FEEDBACK_BUCKET_S)` (default one hour). The quality rule is
 `ranking.update_quality` (docs/ranking.md).
+
+Feedback changes a claim's ranking for everyone who reads it, so it is a write: the caller
+must be allowed to change the claim (`access.may_modify`: its author, or an owner or editor
+of its project). A project viewer may read a claim but not rate it (BOUNDARY_DENIED, 403).
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ from __future__ import annotations
 from memhub.core.clock import parse_iso
 from memhub.core.ids import CLM
 from memhub.core.models import Kind
+from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
 from memhub.services.pce.config import config
-from memhub.services.pce.errors import UnknownClaim
+from memhub.services.pce.errors import BoundaryDenied, UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import boundary_viewer
 from memhub.services.runtime import Call
@@ -33,6 +38,11 @@ async def feedback(call: Call, args: m.FeedbackInput) -> m.FeedbackResult:
         row = tx.get_item(viewer, item_id, (Kind.CLAIM,)) if item_id is not None else None
         if row is None:
             raise UnknownClaim(f"claim {args.claim_id[:40]} not found")
+        if not access.may_modify(tx, call.principal, row):
+            raise BoundaryDenied(
+                f"feedback on claim {args.claim_id[:40]} needs write access: a viewer of its project"
+                " may read it but not rate it",
+            )
         bucket = int(parse_iso(call.at).timestamp() // bucket_s)  # the call's time (injectable clock)
         fresh = tx.add_feedback(row.id, call.principal.id, bucket, args.signal, args.score)
         if fresh:

@@ -228,6 +228,9 @@ class ActivateData(Output):
     policy_version: str
     provenance: list[dict[str, Any]]
     scoring_params: ScoringParams
+    note: str | None = Field(
+        default=None, description="What the ranking may have missed (model loading, claims not embedded yet)."
+    )
 
 
 class SearchData(Output):
@@ -235,6 +238,9 @@ class SearchData(Output):
     next_cursor: str | None = None
     has_more: bool
     policy_version: str
+    note: str | None = Field(
+        default=None, description="What the ranking may have missed (model loading, claims not embedded yet)."
+    )
 
 
 class UpsertData(Output):

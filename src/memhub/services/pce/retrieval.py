@@ -4,7 +4,10 @@ Before anything is searched, the caller's `allow` tags are checked against the p
 boundary classes: the search's viewer (the store's one visibility filter) holds only the
 classes those tags may receive, plus the classes whose escalation is `human_review` (their
 claims are then withheld and the escalation recorded). `secret` is never in it. Results are
-the shared hybrid engine's (policy `retrieval.hybrid`), reranked by `g` (ranking.py).
+the shared hybrid engine's (policy `retrieval.hybrid`), reranked by `g` (ranking.py). A
+candidate whose combined relevance is 0 (no text match and no positive cosine, e.g. every
+claim the vector side lists for an unrelated query) is not retrieved: not by search, not into
+an active context.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from memhub.core.hashing import sha256_hex
 from memhub.core.ids import CLM
 from memhub.core.models import Kind, Viewer
 from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
-from memhub.policy.redact import redact
+from memhub.policy.redact import PII_KINDS, SECRET_KINDS, redact
 from memhub.search.engine import MAX_K
 from memhub.services import access, graph
 from memhub.services.pce import models as m
@@ -40,6 +43,8 @@ from memhub.services.pce.errors import BoundaryDenied, PolicyMissing
 from memhub.services.pce.policies import current
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
+
+PENDING_NOTE = "claims stored just now are still being embedded; search again in a moment"
 
 DEFAULT_ALLOW = ("answer:task",)
 MAX_ENTITIES = 21  # nodes of one claim's entity walk (the claim included)
@@ -60,6 +65,7 @@ class Ranking:
     allowed: frozenset[str]
     tags: tuple[str, ...]
     viewer: Viewer
+    note: str | None = None  # what the ranking may have missed (runtime.Call.catch_up)
 
 
 def check_tags(allow: list[str] | None) -> tuple[str, ...]:
@@ -84,8 +90,14 @@ async def policy_in_force(call: Call) -> Policy:
 
 
 def shown_text(policy: Policy, row: ItemRow) -> str:
-    rule = policy.doc.boundary(row.boundary_class)
-    return redact(row.body, rule.redact)[0] if rule.redact else row.body
+    """A claim's text as it may be shown: every secret masked, its class's `redact` kinds
+    masked, and any e-mail address or phone number in a public or internal claim (one stored
+    before the detectors found it: upsert refuses such a claim today). Search and activate
+    results also pass the toolset's output filter; the active-context resource does not."""
+    kinds: set[str] = {*SECRET_KINDS, *policy.doc.boundary(row.boundary_class).redact}
+    if row.boundary_class in ("public", "internal"):
+        kinds.update(PII_KINDS)
+    return redact(row.body, kinds)[0]
 
 
 def boundary_viewer(tx: Tx, call: Call, classes: frozenset[str]) -> Viewer:
@@ -120,7 +132,7 @@ async def rank(
     engine = call.runtime.search
     if engine is None:
         raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
-    await call.settled()
+    note = await call.catch_up(PENDING_NOTE)
     viewer, where = await call.read(
         lambda tx: (boundary_viewer(tx, call, allowed | review), _scope_query(tx, call, scopes))
     )
@@ -136,6 +148,9 @@ async def rank(
     items: list[Ranked] = []
     withheld: list[str] = []
     for row in rows:
+        part = parts[row.id]
+        if part.combined <= 0:
+            continue  # matched neither the text nor the vector side: no relevance, not retrieved
         pce_scope = row.attrs.get("pce_scope", "principle")
         age = age_days(as_of, row.created_at)
         if age * 86400 > ttl_seconds(doc.scope(pce_scope).ttl):
@@ -143,7 +158,6 @@ async def rank(
         if row.boundary_class not in allowed:
             withheld.append(CLM(row.id))
             continue
-        part = parts[row.id]
         rec = ranking.recency(age, rerank.half_life(row.category or "fact"))
         q = ranking.quality_factor(row.quality, rerank.use_quality)
         g = q * rec
@@ -161,7 +175,7 @@ async def rank(
         "escalated_ids": withheld[:50],
         "policy_version": policy.version,
     }
-    return Ranking(policy, items, allowed, tags, viewer)
+    return Ranking(policy, items, allowed, tags, viewer, note)
 
 
 def scored_item(item: Ranked, include_meta: bool, entities: Sequence[m.Evidence] = ()) -> m.ScoredItem:
@@ -314,6 +328,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResult:
             next_cursor=cursor,
             has_more=bool(rest),
             policy_version=version,
+            note=ranked.note,
         ),
         policy_version=version,
         request_id=call.request_id,

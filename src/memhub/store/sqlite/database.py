@@ -22,7 +22,7 @@ from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.base import EventRow, VectorChange
 from memhub.store.crypto import PREFIX, ContentCipher
-from memhub.store.sqlite import encryption
+from memhub.store.sqlite import encryption, sealing
 from memhub.store.sqlite.tx import SqliteTx
 
 log = logging.getLogger(__name__)
@@ -255,6 +255,8 @@ class SqliteStore:
         try:
             with self._lock:
                 origin.backup(self._conn)
+                if self.cipher is not None:  # a backup of an older memhub: seal what it left in clear
+                    sealing.seal_leftovers(self._conn, self.cipher)
         finally:
             origin.close()
 

@@ -13,6 +13,7 @@ import sqlite3
 
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.crypto import PREFIX, ContentCipher
+from memhub.store.sqlite import sealing
 from memhub.store.sqlite.tx import SqliteTx
 
 BATCH = 1_000
@@ -27,6 +28,10 @@ def install(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
 
     conn.create_function("mh_plain", 1, plain, deterministic=True)
     row = conn.execute(f"SELECT body FROM items WHERE {_ENCRYPTED} LIMIT 1").fetchone()
+    if row is None:  # no item yet: project names are sealed too
+        row = conn.execute(
+            f"SELECT name FROM projects WHERE substr(name, 1, {len(PREFIX)}) = '{PREFIX}' LIMIT 1"
+        ).fetchone()
     if cipher is None:
         if row is not None:
             raise MemhubError(
@@ -36,7 +41,8 @@ def install(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
         return
     conn.execute("PRAGMA secure_delete = ON")
     if row is not None:
-        cipher.decrypt(row[0], "body")  # a wrong key fails here, at start-up, not on a read
+        # a wrong key fails here, at start-up, not on a read
+        cipher.decrypt(row[0], "body" if row.keys()[0] == "body" else "project_name")
     plain_rows = conn.execute(f"SELECT 1 FROM items WHERE NOT {_ENCRYPTED} AND body != '' LIMIT 1").fetchone()
     if plain_rows is not None:
         # a key given to a store that holds plaintext: the old rows would stay readable in the
@@ -45,6 +51,7 @@ def install(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
             ErrorKind.STORAGE,
             "this store holds unencrypted items: encrypt them first with `memhub encryption rotate`",
         )
+    sealing.seal_leftovers(conn, cipher)  # attributes, tags, names left in clear by an older memhub
 
 
 def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | None, now: str) -> int:
@@ -74,6 +81,7 @@ def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | N
             )
             done += len(rows)
             last = rows[-1][0]
+        sealing.reseal(conn, ring, new)  # attributes, tags, names
         SqliteTx(conn, now, cipher=new).reindex_text()
         # active contexts are short-lived caches of claim text under the old key: drop them
         conn.execute("DELETE FROM pce_active_contexts")

@@ -37,7 +37,9 @@ class MaintenanceMixin:
                     (
                         r["id"],
                         self.index_row(
-                            self._plain(r, "title"), self._plain(r, "body") or "", _tags(r["tags"])
+                            self._plain(r, "title"),
+                            self._plain(r, "body") or "",
+                            _tags(self._plain(r, "tags") or "[]"),
                         ),
                     )
                     for r in rows

@@ -10,29 +10,31 @@ from typing import Any
 from memhub.core.errors import not_found
 from memhub.core.models import ProjectRole
 from memhub.store.base import MemberRow, PrincipalRow, ProjectRow, SessionRow
+from memhub.store.crypto import ContentCipher
+from memhub.store.sqlite.sealing import seal, seal_json, unseal
 
 
 def placeholders(values: Sequence[Any]) -> str:
     return ", ".join("?" for _ in values)
 
 
-def project_from_row(row: sqlite3.Row) -> ProjectRow:
+def project_from_row(row: sqlite3.Row, cipher: ContentCipher | None = None) -> ProjectRow:
     return ProjectRow(
         id=row["id"],
-        name=row["name"],
-        description=row["description"],
-        attrs=json.loads(row["attrs"]),
+        name=unseal(cipher, row["name"], "project_name") or "",
+        description=unseal(cipher, row["description"], "project_description"),
+        attrs=json.loads(unseal(cipher, row["attrs"], "project_attrs") or "{}"),
         owner=row["owner"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
 
 
-def _session(row: sqlite3.Row) -> SessionRow:
+def _session(row: sqlite3.Row, cipher: ContentCipher | None) -> SessionRow:
     return SessionRow(
         id=row["id"],
         principal=row["principal"],
-        name=row["name"],
+        name=unseal(cipher, row["name"], "session_name"),
         project_id=row["project_id"],
         status=row["status"],
         created_at=row["created_at"],
@@ -41,8 +43,12 @@ def _session(row: sqlite3.Row) -> SessionRow:
 
 
 class PeopleMixin:
+    """Project names, descriptions and attributes and session names are sealed with a cipher
+    (store/sqlite/sealing.py); a project is looked up by its name's deterministic ciphertext."""
+
     conn: sqlite3.Connection
     now: str
+    cipher: ContentCipher | None
 
     # -- principals and projects ----------------------------------------------------------
 
@@ -93,18 +99,26 @@ class PeopleMixin:
         row = self.conn.execute(
             "INSERT INTO projects(name, description, attrs, owner, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?, ?) RETURNING *",
-            (name, description, json.dumps(attrs, ensure_ascii=False), owner, self.now, self.now),
+            (
+                seal(self.cipher, name, "project_name"),
+                seal(self.cipher, description, "project_description"),
+                seal_json(self.cipher, attrs, "project_attrs"),
+                owner,
+                self.now,
+                self.now,
+            ),
         ).fetchone()
         self.set_member(row["id"], owner, ProjectRole.OWNER)
-        return project_from_row(row)
+        return project_from_row(row, self.cipher)
 
     def get_project(self, project_id: int) -> ProjectRow | None:
         row = self.conn.execute("SELECT * FROM projects WHERE id = ?", (project_id,)).fetchone()
-        return project_from_row(row) if row else None
+        return project_from_row(row, self.cipher) if row else None
 
     def get_project_by_name(self, name: str) -> ProjectRow | None:
-        row = self.conn.execute("SELECT * FROM projects WHERE name = ?", (name,)).fetchone()
-        return project_from_row(row) if row else None
+        sealed = seal(self.cipher, name, "project_name")
+        row = self.conn.execute("SELECT * FROM projects WHERE name = ?", (sealed,)).fetchone()
+        return project_from_row(row, self.cipher) if row else None
 
     def list_projects(self, principal: str, limit: int) -> list[ProjectRow]:
         rows = self.conn.execute(
@@ -112,7 +126,7 @@ class PeopleMixin:
             " WHERE m.principal = ? ORDER BY p.id DESC LIMIT ?",
             (principal, limit),
         ).fetchall()
-        return [project_from_row(r) for r in rows]
+        return [project_from_row(r, self.cipher) for r in rows]
 
     def set_member(self, project_id: int, principal: str, role: ProjectRole) -> None:
         self.conn.execute(
@@ -132,11 +146,16 @@ class PeopleMixin:
         row = self.conn.execute(
             "UPDATE projects SET name = coalesce(?, name), description = coalesce(?, description),"
             " updated_at = ? WHERE id = ? RETURNING *",
-            (name, description, self.now, project_id),
+            (
+                seal(self.cipher, name, "project_name"),
+                seal(self.cipher, description, "project_description"),
+                self.now,
+                project_id,
+            ),
         ).fetchone()
         if row is None:
             raise not_found(f"project {project_id} not found")
-        return project_from_row(row)
+        return project_from_row(row, self.cipher)
 
     def project_item_count(self, project_id: int) -> int:
         row = self.conn.execute("SELECT count(*) FROM items WHERE project_id = ?", (project_id,)).fetchone()
@@ -172,7 +191,7 @@ class PeopleMixin:
             sql += f" AND m.role IN ({placeholders(roles)})"
             args.extend(str(r) for r in roles)
         rows = self.conn.execute(sql + " ORDER BY p.id DESC LIMIT ?", [*args, limit]).fetchall()
-        return [(project_from_row(r), ProjectRole(r["member_role"])) for r in rows]
+        return [(project_from_row(r, self.cipher), ProjectRole(r["member_role"])) for r in rows]
 
     # -- sessions -------------------------------------------------------------------------------
 
@@ -182,20 +201,20 @@ class PeopleMixin:
         row = self.conn.execute(
             "INSERT INTO sessions(id, principal, name, project_id, created_at)"
             " VALUES (?, ?, ?, ?, ?) RETURNING *",
-            (session_id, principal, name, project_id, self.now),
+            (session_id, principal, seal(self.cipher, name, "session_name"), project_id, self.now),
         ).fetchone()
-        return _session(row)
+        return _session(row, self.cipher)
 
     def get_session(self, session_id: str) -> SessionRow | None:
         row = self.conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return _session(row) if row else None
+        return _session(row, self.cipher) if row else None
 
     def list_sessions(self, principal: str, limit: int) -> list[SessionRow]:
         rows = self.conn.execute(
             "SELECT * FROM sessions WHERE principal = ? ORDER BY created_at DESC, id LIMIT ?",
             (principal, limit),
         ).fetchall()
-        return [_session(r) for r in rows]
+        return [_session(r, self.cipher) for r in rows]
 
     def end_session(self, session_id: str) -> SessionRow:
         row = self.conn.execute(
@@ -204,4 +223,4 @@ class PeopleMixin:
         ).fetchone()
         if row is None:
             raise not_found(f"session {session_id} not found")
-        return _session(row)
+        return _session(row, self.cipher)

@@ -26,6 +26,7 @@ from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newe
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.pce import PceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
+from memhub.store.sqlite.sealing import seal, seal_json, unseal
 from memhub.store.sqlite.visibility import visible
 
 FREQUENT_TAG_ROWS = 2_000
@@ -44,8 +45,11 @@ _ITEM_COLUMNS = (
 
 def item_from_row(row: sqlite3.Row, cipher: ContentCipher | None = None) -> ItemRow:
     title, body = row["title"], row["body"]
+    tags, attrs, category = row["tags"], row["attrs"], row["category"]
     if cipher is not None:
         title, body = cipher.decrypt(title, "title"), cipher.decrypt(body, "body") or ""
+        tags, attrs = cipher.decrypt(tags, "tags") or "[]", cipher.decrypt(attrs, "attrs") or "{}"
+        category = cipher.decrypt(category, "category")
     return ItemRow(
         id=row["id"],
         kind=row["kind"],
@@ -58,8 +62,8 @@ def item_from_row(row: sqlite3.Row, cipher: ContentCipher | None = None) -> Item
         status=row["status"],
         title=title,
         body=body,
-        tags=tuple(json.loads(row["tags"])),
-        attrs=json.loads(row["attrs"]),
+        tags=tuple(json.loads(tags)),
+        attrs=json.loads(attrs),
         content_hash=row["content_hash"],
         importance=row["importance"],
         quality=row["quality"],
@@ -67,7 +71,7 @@ def item_from_row(row: sqlite3.Row, cipher: ContentCipher | None = None) -> Item
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         expires_at=row["expires_at"],
-        category=row["category"],
+        category=category,
     )
 
 
@@ -104,14 +108,14 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
                 self._seal(item.title, "title"),
                 self._seal(item.body, "body"),
                 self._seal(normalize(f"{item.title or ''}\n{item.body}"), "norm_text"),
-                json.dumps(tags, ensure_ascii=False),
-                json.dumps(item.attrs, ensure_ascii=False),
+                seal_json(self.cipher, tags, "tags"),
+                seal_json(self.cipher, item.attrs, "attrs"),
                 item.content_hash,
                 item.importance,
                 self.now,
                 self.now,
                 item.expires_at,
-                item.category,
+                seal(self.cipher, item.category, "category"),
             ),
         ).fetchone()
         self._index(row["id"], item.title, item.body, tags)
@@ -123,7 +127,8 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             (item_id, self.index_row(title, body, tags)),
         )
         self.conn.executemany(
-            "INSERT OR IGNORE INTO item_tags(item_id, tag) VALUES (?, ?)", [(item_id, t) for t in tags]
+            "INSERT OR IGNORE INTO item_tags(item_id, tag) VALUES (?, ?)",
+            [(item_id, seal(self.cipher, t, "tag")) for t in tags],
         )
 
     def index_row(self, title: str | None, body: str, tags: Sequence[str]) -> str:
@@ -139,12 +144,12 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         values = dict(changes)
         for key in ("tags", "attrs"):
             if key in values:
-                values[key] = json.dumps(
-                    list(values[key]) if key == "tags" else values[key], ensure_ascii=False
-                )
+                values[key] = seal_json(self.cipher, list(values[key]) if key == "tags" else values[key], key)
         for key in ("title", "body"):
             if key in values:
                 values[key] = self._seal(values[key], key)
+        if "category" in values:
+            values["category"] = seal(self.cipher, values["category"], "category")
         text_changed = bool({"title", "body", "tags"} & set(changes))
         assignments = ", ".join(f"{column} = ?" for column in values)
         row = self.conn.execute(
@@ -227,7 +232,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             args.append(query.without_child_kind)
         for column, values in (
             ("scope", query.scopes),
-            ("category", query.categories),
+            ("category", self._fixed(query.categories, "category")),
             ("project_id", query.project_ids),
         ):
             if values:
@@ -250,16 +255,17 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         if query.tags_any:
             # A frequent tag: walk items in id order and stop at the limit (`+` keeps the planner
             # from looking up every tagged id and sorting them); a rare tag: look its ids up.
-            frequent = self._tag_rows(query.tags_any) > FREQUENT_TAG_ROWS
-            tagged = f"SELECT item_id FROM item_tags WHERE tag IN ({placeholders(query.tags_any)})"
+            tags_any = self._fixed(query.tags_any, "tag")
+            frequent = self._tag_rows(tags_any) > FREQUENT_TAG_ROWS
+            tagged = f"SELECT item_id FROM item_tags WHERE tag IN ({placeholders(tags_any)})"
             where.append(f"{'+' if frequent else ''}i.id IN ({tagged})")
-            args.extend(query.tags_any)
+            args.extend(tags_any)
         if query.tags_all:
             where.append(
                 f"i.id IN (SELECT item_id FROM item_tags WHERE tag IN ({placeholders(query.tags_all)})"
                 " GROUP BY item_id HAVING count(*) = ?)"
             )
-            args.extend([*query.tags_all, len(set(query.tags_all))])
+            args.extend([*self._fixed(query.tags_all, "tag"), len(set(query.tags_all))])
         if query.content_hash is not None:
             where.append("i.content_hash = ?")
             args.append(query.content_hash)
@@ -268,6 +274,10 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             where.append(f"(i.scope != 'project' OR i.project_id IN ({listed}))")
             args.extend(query.scope_projects)
         return " AND ".join(where), args
+
+    def _fixed(self, values: Sequence[str], aad: str) -> list[str]:
+        """Values of a deterministically sealed column as stored (store/sqlite/sealing.py)."""
+        return [seal(self.cipher, v, aad) or "" for v in values]
 
     def _tag_rows(self, tags: Sequence[str]) -> int:
         sql = f"SELECT count(*) FROM item_tags WHERE tag IN ({placeholders(tags)})"
@@ -318,6 +328,8 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             f"SELECT i.{column}, count(*) FROM items i WHERE {where} GROUP BY i.{column} ORDER BY 2 DESC",
             args,
         ).fetchall()
+        if column == "category" and self.cipher is not None:
+            rows = [(unseal(self.cipher, r[0], "category"), r[1]) for r in rows]
         return {str(r[0]) if r[0] is not None else "": int(r[1]) for r in rows}
 
     def tag_counts(self, viewer: Viewer, query: ItemQuery, limit: int) -> dict[str, int]:
@@ -327,7 +339,8 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             " GROUP BY t.tag ORDER BY 2 DESC, 1 LIMIT ?",
             [*args, limit],
         ).fetchall()
-        return {r[0]: int(r[1]) for r in rows}
+        counts = [(str(unseal(self.cipher, r[0], "tag")), int(r[1])) for r in rows]
+        return dict(sorted(counts, key=lambda c: (-c[1], c[0])))
 
     # -- links ----------------------------------------------------------------------------
 
@@ -337,12 +350,12 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         updated = self.conn.execute(
             "UPDATE links SET strength = max(strength, ?)"
             " WHERE src = ? AND dst = ? AND type = ? AND subtype IS ?",
-            (strength, src, dst, type, subtype),
+            (strength, src, dst, type, sealed := seal(self.cipher, subtype, "link_subtype")),
         ).rowcount
         if not updated:
             self.conn.execute(
                 "INSERT INTO links(src, dst, type, subtype, strength, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (src, dst, type, subtype, strength, self.now),
+                (src, dst, type, sealed, strength, self.now),
             )
 
     def links_of(self, ids: Sequence[int], types: Sequence[str]) -> list[LinkRow]:
@@ -356,7 +369,15 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             args.extend(types)
         rows = self.conn.execute(sql + " ORDER BY strength DESC, id", args).fetchall()
         return [
-            LinkRow(r["id"], r["src"], r["dst"], r["type"], r["subtype"], r["strength"], r["created_at"])
+            LinkRow(
+                r["id"],
+                r["src"],
+                r["dst"],
+                r["type"],
+                unseal(self.cipher, r["subtype"], "link_subtype"),
+                r["strength"],
+                r["created_at"],
+            )
             for r in rows
         ]
 

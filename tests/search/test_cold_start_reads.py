@@ -1,0 +1,133 @@
+"""Read your writes right after the server starts (issue 18 §6): while the embedding model is
+still loading, a read that needs vectors waits a bounded time for it (and for this process's
+pending vectors), and otherwise answers at once and says what it missed — never a silent
+empty list. The model here is the hash embedder with a real load time (`load_seconds`),
+loaded on the background thread as `memhub serve` loads any model."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from tests.conftest import make_settings
+from tests.helpers import ok
+from tests.pair import backfill_running, settled
+
+from memhub.cli.container import Container, build_container
+from memhub.search.embedders.hashing import HashingEmbedder
+from memhub.services.runtime import SETTLE_SECONDS
+from memhub.store.rows import NewItem
+
+pytestmark = pytest.mark.anyio
+SLOW = 8.0  # a load longer than the reads below wait in all (1.5 s each at most)
+QUICK = 0.4  # a load well within the wait
+TEXTS = (
+    "kubernetes deployment rollout pipeline for the payments cluster",
+    "kubernetes deployment rollout pipeline for the billing cluster",
+    "kubernetes deployment rollout pipeline for the search cluster",
+)
+
+
+@asynccontextmanager
+async def serving(
+    home: Path, load_seconds: float, passage_seconds: float = 0.0
+) -> AsyncIterator[tuple[Container, Client]]:
+    """A container serving as `memhub serve` does (model, index and backfill in the background),
+    whose model takes `load_seconds` to load (and `passage_seconds` per text)."""
+    container = build_container(make_settings(home, embedder="hash", toolsets=("assoc", "decisions")))
+    embedding = container.runtime.embedding
+    assert embedding is not None
+    embedding.embedder = HashingEmbedder(load_seconds=load_seconds, passage_seconds=passage_seconds)
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(container.run_background)
+            async with Client(container.server) as client:
+                yield container, client
+            tasks.cancel_scope.cancel()
+    finally:
+        container.close()
+
+
+async def _store_three(client: Client) -> list[str]:
+    return [
+        (await ok(client, "memory", action="store", content=text, domain="user"))["memory"]["id"]
+        for text in TEXTS
+    ]
+
+
+def _loading(container: Container) -> bool:
+    embedding = container.runtime.embedding
+    return embedding is not None and not embedding.ready
+
+
+async def test_reads_while_the_model_loads_say_they_are_keyword_only(tmp_path: Path) -> None:
+    async with serving(tmp_path, SLOW) as (container, client):
+        first, *_ = await _store_three(client)
+        related = await ok(client, "memory", action="get_related", memory_id=first)
+        assert related["related"] or "still loading" in related["note"]
+        similar = await ok(client, "search", type="similar", memory_id=first)
+        assert similar["memories"] or "still loading" in similar["note"]
+        found = await ok(
+            client, "memory", action="search", query="kubernetis rolout", threshold=0.3
+        )  # no keyword matches
+        assert found["memories"] or "keyword search alone" in found["note"]
+        decisions = await ok(client, "search_decisions", query="kubernetes rollout")
+        assert "keyword search alone" in decisions["note"]
+        assert _loading(container)  # every answer came while the model was still loading
+        await backfill_running(container)
+        await settled(container)
+        found = await ok(client, "memory", action="search", query="kubernetis rolout", threshold=0.3)
+        assert found["memories"] and found.get("note") is None
+
+
+async def test_reads_wait_for_a_model_that_loads_within_the_bound(tmp_path: Path) -> None:
+    async with serving(tmp_path, QUICK) as (_, client):
+        first, *others = await _store_three(client)
+        related = await ok(client, "memory", action="get_related", memory_id=first)
+        assert {r["memory"]["id"] for r in related["related"]} == set(others), related
+        assert related.get("note") is None
+        similar = await ok(client, "search", type="similar", memory_id=first)
+        assert {m["id"] for m in similar["memories"]} == set(others) and similar.get("note") is None
+
+
+async def test_a_restarted_server_answers_by_meaning_or_says_it_cannot(tmp_path: Path) -> None:
+    async with serving(tmp_path, 0.0) as (container, client):
+        ids = await _store_three(client)
+        await settled(container)
+    async with serving(tmp_path, QUICK) as (_, client):
+        found: dict[str, Any] = await ok(
+            client, "memory", action="search", query="kubernetis rolout", threshold=0.3
+        )
+        assert {m["id"] for m in found["memories"]} == set(ids) and found.get("note") is None
+    async with serving(tmp_path, SLOW) as (container, client):
+        found = await ok(client, "memory", action="search", query="kubernetis rolout", threshold=0.3)
+        assert found["memories"] == [] and "keyword search alone" in found["note"]
+        assert _loading(container)
+
+
+async def test_a_backlog_that_cannot_be_cleared_in_time_is_not_waited_for(tmp_path: Path) -> None:
+    """Issue 21 §2: 2,000 items without vectors (written while no model ran) at 10 ms each is a
+    20 s backlog: a search right after a store answers at once from what is indexed and says
+    how many items wait, rather than spending its bound on a backlog it cannot clear."""
+    container = build_container(make_settings(tmp_path, embedder="none", toolsets=("assoc",)))
+    with container.runtime.store.transaction(write=True) as tx:
+        for n in range(2_000):
+            tx.insert_item(NewItem(kind="memory", owner="alice", scope="user", body=f"backlog memo {n}"))
+    container.close()
+    async with serving(tmp_path, 0.0, passage_seconds=0.01) as (container, client):
+        await backfill_running(container)
+        await ok(client, "memory", action="store", content="kubernetes rollout today", domain="user")
+        started = time.monotonic()
+        found = await ok(client, "memory", action="search", query="kubernetes rollout")
+        took = time.monotonic() - started
+        assert "still without vectors" in found["note"]
+        pending = int(found["note"].split(" item(s) still without vectors")[0].rsplit("(", 1)[-1])
+        assert pending >= 1_000
+        assert took < SETTLE_SECONDS  # it did not wait out its bound
+        assert [m["content"] for m in found["memories"]] == ["kubernetes rollout today"]  # by keyword
