@@ -4,29 +4,27 @@ empty result or a new user; a taken project name is confirmed only to those who 
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 
 import pytest
 
 from tests.pair import Pair
+from tests.store.backends import rows
 
 pytestmark = pytest.mark.anyio
 
 
-def _principals(db: Path) -> set[str]:
-    with sqlite3.connect(db) as conn:
-        return {r[0] for r in conn.execute("SELECT id FROM principals")}
+def _principals(db: str) -> set[str]:
+    return {r[0] for r in rows(db, "SELECT id FROM principals")}
 
 
 async def test_adding_an_unknown_user_does_not_create_them(pair: Pair) -> None:
     project = (await pair.a("project", action="create", name="team"))["project"]["id"]
-    before = _principals(pair.container.settings.db_path)
+    before = _principals(pair.container.settings.db_url)
     err = await pair.a_err(
         "project", action="add_member", project_id=project, user_id="no-such-user", role="editor"
     )
     assert err["error"]["code"] == "not_found" and "no-such-user" in err["error"]["message"]
-    assert _principals(pair.container.settings.db_path) == before
+    assert _principals(pair.container.settings.db_url) == before
     await pair.a("project", action="add_member", project_id=project, user_id="bob", role="viewer")  # known
 
 

@@ -18,12 +18,12 @@ pytestmark = pytest.mark.anyio
      "sub/../../x.db", "/etc/shadow"],
 )  # fmt: skip
 async def test_tool_backup_paths_stay_in_the_backups_folder(pair: Pair, tmp_path: Path, path: str) -> None:
-    before = counts(pair.container.settings.db_path)
+    before = counts(pair.container.settings.db_url)
     for action, extra in (("backup", {"force": True}), ("restore", {"force": True})):
         err = await pair.a_err("admin", action=action, backup_path=path, **extra)
         assert err["error"]["code"] == "invalid_parameter", (action, path, err)
         assert "backups folder" in err["error"]["message"] or "NUL" in err["error"]["message"]
     assert not Path("/tmp/memhub-escape.db").exists() and not (tmp_path.parent / "x.db").exists()
-    assert counts(pair.container.settings.db_path) == before
+    assert counts(pair.container.settings.db_url) == before
     made = await pair.a("admin", action="backup", backup_path="nested/ok.db")
     assert Path(made["details"]["path"]) == tmp_path / "backups" / "nested" / "ok.db"

@@ -18,11 +18,11 @@ from mcp import Client
 from memhub.cli.container import Container, build_container
 from memhub.core.models import Principal, Viewer
 from memhub.services.decisions import proposals, reflect
-from memhub.services.runtime import Call
 from memhub.store.rows import ItemQuery
 from memhub.store.sqlite.database import SqliteStore
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 SECRET = "s3cret-for-tests"
@@ -125,15 +125,19 @@ async def _write_everything(client: Client, container: Container) -> dict[str, s
     return found
 
 
-async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(tmp_path: Path) -> None:
+async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(
+    tmp_path: Path, backend: Backend
+) -> None:
     key = _key()
-    settings = make_settings(tmp_path, encryption_key=key, agent_memory_secret=SECRET, review_window_s=0)
+    settings = make_settings(
+        tmp_path, backend, encryption_key=key, agent_memory_secret=SECRET, review_window_s=0
+    )
     container = build_container(settings)
     try:
         async with Client(container.server) as client:
             ids = await _write_everything(client, container)
-            call = Call(
-                container.runtime, Principal("alice", via="cli", default_project="demo"), "cli.reflect"
+            call = container.call(
+                "decisions", Principal("alice", via="cli", default_project="demo"), "cli.reflect"
             )
             (proposal,) = await reflect.reflect(call)
             store = container.runtime.store
