@@ -75,14 +75,28 @@ def _module_of(path: Path) -> str:
     return ".".join(parts)
 
 
+def _module_level(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of a module outside its functions: an import inside a function is a
+    deliberate late binding (a factory picking its backend), not part of the module's shape."""
+    found: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(tree))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        found.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _imports() -> dict[str, set[str]]:
-    """module -> the memhub modules it imports (also under TYPE_CHECKING: a cycle there is
-    still two modules that cannot be understood apart)."""
+    """module -> the memhub modules it imports at module level (also under TYPE_CHECKING: a
+    cycle there is still two modules that cannot be understood apart)."""
     modules = {_module_of(p): p for p in SRC.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _module_level(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets |= {alias.name for alias in node.names if alias.name in modules}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
