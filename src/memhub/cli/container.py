@@ -168,8 +168,11 @@ def encryption_keys(settings: Settings) -> list[bytes]:
     return []
 
 
-def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> Runtime:
-    store = open_store(settings.db_url, keys=encryption_keys(settings))
+def build_runtime(
+    settings: Settings, available: Sequence[Toolset] = registry.REGISTRY, *, check_store: bool = False
+) -> Runtime:
+    """`check_store`: refuse a store SQLite reports as damaged (what `serve` asks before serving)."""
+    store = open_store(settings.db_url, keys=encryption_keys(settings), check=check_store)
     embedder = make_embedder(settings.embedder)
     embedding = vectors = backfill = None
     if embedder is not None:
@@ -191,9 +194,11 @@ def build_states(settings: Settings, available: Sequence[Toolset] = registry.REG
     return {toolset.name: toolset.state(settings) for toolset in available if toolset.state is not None}
 
 
-def build_container(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> Container:
+def build_container(
+    settings: Settings, available: Sequence[Toolset] = registry.REGISTRY, *, check_store: bool = False
+) -> Container:
     served = tuple(toolset.name for toolset in registry.select(settings.toolsets, available))
-    runtime = build_runtime(settings, available)
+    runtime = build_runtime(settings, available, check_store=check_store)
     states = build_states(settings, available)
     with runtime.store.transaction(write=True) as tx:
         row = tx.ensure_principal(settings.user)
