@@ -76,13 +76,16 @@ def _module_of(path: Path) -> str:
 
 
 def _module_level(tree: ast.AST) -> list[ast.AST]:
-    """The nodes of a module outside its functions: an import inside a function is a
-    deliberate late binding (a factory picking its backend), not part of the module's shape."""
+    """The nodes of a module that run when it is imported: not inside its functions (an
+    import there is a deliberate late binding, a factory picking its backend) and not under
+    `if TYPE_CHECKING:` (annotations only)."""
     found: list[ast.AST] = []
     todo = list(ast.iter_child_nodes(tree))
     while todo:
         node = todo.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             continue
         found.append(node)
         todo.extend(ast.iter_child_nodes(node))
@@ -90,8 +93,7 @@ def _module_level(tree: ast.AST) -> list[ast.AST]:
 
 
 def _imports() -> dict[str, set[str]]:
-    """module -> the memhub modules it imports at module level (also under TYPE_CHECKING: a
-    cycle there is still two modules that cannot be understood apart)."""
+    """module -> the memhub modules it imports when it is imported."""
     modules = {_module_of(p): p for p in SRC.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
