@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from tests.conftest import make_settings
 from tests.helpers import ok
-from tests.mcp.conftest import backfill_running
+from tests.pair import backfill_running
 from tests.store.backends import Backend
 
 from memhub.cli.container import build_container
