@@ -81,14 +81,15 @@ class Tokenizer:
     ) -> None:
         self.bos, self.eos, self.unk = specials
         self._scores = scores
-        self._ids = {piece: index for index, piece in enumerate(pieces) if piece and index != self.unk}
-        # the longest piece starting with each pair of characters bounds the search at a position
-        longest: dict[str, int] = {}
-        for piece in self._ids:
-            key = piece[:2]
-            if len(piece) > longest.get(key, 0):
-                longest[key] = len(piece)
-        self._longest = longest
+        ids = dict(zip(pieces, range(len(pieces)), strict=True))
+        ids.pop("", None)
+        if pieces[self.unk] in ids and ids[pieces[self.unk]] == self.unk:
+            del ids[pieces[self.unk]]  # an unknown character is scored apart, never looked up
+        self._ids = ids
+        # the longest piece starting with each pair of characters bounds the search at a position:
+        # later (longer) pieces overwrite shorter ones with the same start
+        by_length = sorted(ids, key=len)
+        self._longest = dict(zip([piece[:2] for piece in by_length], map(len, by_length), strict=True))
         self._unk_score = min(scores) - 10.0
         self._norm = norm
 
@@ -156,6 +157,15 @@ def dequantize(blocks: Bytes) -> Floats:
     return (values * scales).reshape(blocks.shape[0], -1)
 
 
+def _pieces(blob: memoryview, offsets: list[int]) -> list[str]:
+    """The vocabulary's pieces: one decode of the whole blob, cut at the pieces' character offsets."""
+    data = np.frombuffer(blob, dtype=np.uint8)
+    starts = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80)])  # characters before each byte
+    chars = starts[np.asarray(offsets)].tolist()
+    text = bytes(blob).decode("utf-8")
+    return [text[a:b] for a, b in zip(chars[:-1], chars[1:], strict=True)]
+
+
 def _read_norm(data: memoryview, count: int) -> dict[int, str]:
     norm: dict[int, str] = {}
     at = 0
@@ -185,8 +195,7 @@ def load_weights(path: Path) -> E5Weights:
     (blob_len,) = rd.take("<Q")
     offsets = np.frombuffer(rd.raw(4 * (n_pieces + 1)), dtype="<u4").tolist()
     scores = np.frombuffer(rd.raw(4 * n_pieces), dtype="<f4").astype(float).tolist()
-    blob = bytes(rd.raw(blob_len))
-    pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8", "replace") for i in range(n_pieces)]
+    pieces = _pieces(rd.raw(blob_len), offsets)
     n_norm, norm_bytes = rd.take("<iI")
     norm = _read_norm(rd.raw(norm_bytes), n_norm)
     tokenizer = Tokenizer(pieces, scores, (bos, eos, unk), norm)
