@@ -67,7 +67,13 @@ def stdio_params(db: str | Path, user: str = "alice", *extra: str) -> StdioServe
     return StdioServerParameters(
         command=MEMHUB,
         args=["--db", str(db), "--user", user, "--project", "demo", "serve", "--transport", "stdio", *extra],
-        env={"MEMHUB_EMBEDDER": "none", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+        # PYTHONPATH: the server imports this checkout's source, whichever one the venv installed
+        env={
+            "MEMHUB_EMBEDDER": "none",
+            "OMP_NUM_THREADS": "1",
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(REPO / "src"),
+        },
     )
 
 

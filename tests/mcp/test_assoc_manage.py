@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -298,3 +299,78 @@ async def test_long_import_and_reindex_report_progress(pair: Pair) -> None:
     result = await pair.alice.call_tool("admin", {"action": "reindex"}, progress_callback=on_progress)
     assert not result.is_error and result.structured_content["details"]["vectors_embedded"] >= 2_500
     assert seen and seen[0] == (0, 2_500, "embedding")
+
+
+class _FixedClock:
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at
+
+
+async def test_export_then_import_keeps_times_and_authors(pair: Pair) -> None:
+    """A restore from a json export keeps created_at and updated_at, so timerange and cleanup work
+    off the original times; only an admin keeps another (existing) user's authorship."""
+    store = pair.container.runtime.store
+    real_clock = store.clock  # type: ignore[attr-defined]
+    store.clock = _FixedClock(datetime(2025, 1, 1, 9, 0, tzinfo=UTC))  # type: ignore[attr-defined]
+    ids = await _seed(pair)
+    store.clock = _FixedClock(datetime(2025, 2, 1, 9, 0, tzinfo=UTC))  # type: ignore[attr-defined]
+    await pair.a("memory", action="update", memory_id=ids[0], importance=0.9)
+    store.clock = real_clock  # type: ignore[attr-defined]
+    exported = await pair.a("memory_manage", action="export", export_format="json")
+    originals = {r["content"]: r for r in json.loads(exported["data"])["memories"]}
+    assert originals["TypeScriptの型安全性について"]["updated_at"].startswith("2025-02-01")
+    await pair.a("memory_manage", action="batch_delete", memory_ids=ids)
+    imported = await pair.a("memory_manage", action="import", import_data=exported["data"])
+    assert imported["count"] == 4
+    again = json.loads((await pair.a("memory_manage", action="export"))["data"])["memories"]
+    assert len(again) == 4
+    for copy in again:
+        source = originals[copy["content"]]
+        assert (copy["created_at"], copy["updated_at"]) == (source["created_at"], source["updated_at"])
+        assert copy["author_id"] == "alice"
+    window = await pair.a(
+        "search", type="timerange", start_time="2024-12-31T00:00:00Z", end_time="2025-01-02T00:00:00Z"
+    )
+    assert {m["content"] for m in window["memories"]} == set(originals)
+    old = await pair.a("memory_manage", action="cleanup", cleanup_before="2025-01-02T00:00:00Z", dry_run=True)
+    assert old["count"] == 1  # the imported session memory, by its original time
+
+    # authorship: bob (no admin) cannot file memories under alice's name; alice (admin) restores bob's
+    record = {
+        "content": "誰のメモ",
+        "domain": "user",
+        "author_id": "alice",
+        "created_at": "2024-05-01T00:00:00Z",
+    }
+    made = await pair.b("memory_manage", action="import", import_data=json.dumps([record]))
+    got = (await pair.b("memory", action="get", memory_id=made["memory_ids"][0]))["memory"]
+    assert got["author_id"] == "bob" and got["created_at"].startswith("2024-05-01")
+    restored = await pair.a(
+        "memory_manage", action="import", import_data=json.dumps([{**record, "author_id": "bob"}])
+    )
+    got = (await pair.b("memory", action="get", memory_id=restored["memory_ids"][0]))["memory"]
+    assert got["author_id"] == "bob" and got["user_id"] == "bob"
+    before = await pair.counts()
+    for bad, words in (
+        ({**record, "author_id": "ghost"}, "not a user"),
+        ({**record, "created_at": "2999-01-01T00:00:00Z"}, "future"),
+        ({**record, "updated_at": "yesterday"}, "updated_at"),
+    ):
+        err = await pair.a_err("memory_manage", action="import", import_data=json.dumps([bad]))
+        assert err["error"]["code"] == "invalid_parameter" and words in err["error"]["message"], err
+    assert await pair.counts() == before
+
+
+async def test_import_does_not_tell_a_private_project_from_a_free_name(pair: Pair) -> None:
+    await pair.a("project", action="create", name="secret-plans")
+
+    async def refusal(name: str) -> str:
+        record = {"content": "x", "domain": "project", "project": name}
+        err = await pair.b_err("memory_manage", action="import", import_data=json.dumps([record]))
+        return str(err["error"]["message"]).replace(name, "NAME")
+
+    private, free = await refusal("secret-plans"), await refusal("no-such-project")
+    assert private == free and "proj_" not in private, (private, free)

@@ -337,3 +337,40 @@ async def test_search_without_an_embedder_and_without_matches(tmp_path: Path, ba
         unavailable = await error(client, "search", {"type": "similar", "memory_id": "mem_1"})
         assert unavailable["code"] == "unavailable"
     container.close()
+
+
+async def test_search_filters_project_ids_mean_only_those_projects(pair: Pair) -> None:
+    """`filters.project_ids` ("only these projects"): no user, global or session memory beside them,
+    and no memory of another project, whichever search type."""
+    one = (await pair.a("project", action="create", name="one"))["project"]["id"]
+    two = (await pair.a("project", action="create", name="two"))["project"]["id"]
+    await pair.a("user", action="create_session", session_name="s")  # the current session
+    common = {"tags": ["shared"], "category": "c", "importance": 0.5}
+    in_one = await _store(pair, "設計メモ project one", "project", project_id=one, **common)
+    in_two = await _store(pair, "設計メモ project two", "project", project_id=two, **common)
+    others = [
+        await _store(pair, "設計メモ user", "user", **common),
+        await _store(pair, "設計メモ global", "global", **common),
+        await _store(pair, "設計メモ session", "session", **common),
+    ]
+    await settled(pair.container)
+    only_one = {"project_ids": [one]}
+    for arguments in (
+        {"type": "advanced", "filters": only_one},
+        {"type": "advanced", "query": "設計メモ", "filters": only_one, "threshold": 0.0},
+        {"type": "semantic", "query": "設計メモ", "filters": only_one, "threshold": 0.0},
+        {"type": "tags", "tags": ["shared"], "filters": only_one},
+        {"type": "timerange", "start_time": "2000-01-01T00:00:00Z", "filters": only_one},
+        {"type": "advanced", "filters": {"project_ids": [one], "domains": ["project", "user"]}},
+    ):
+        found = await pair.a("search", **arguments)
+        assert [m["id"] for m in found["memories"]] == [in_one], arguments
+        assert found.get("total", 1) == 1, arguments
+    similar = await pair.a("search", type="similar", memory_id=in_two, filters=only_one, threshold=0.0)
+    assert [m["id"] for m in similar["memories"]] == [in_one]
+    both = await pair.a("search", type="advanced", filters={"project_ids": [one, two]})
+    assert sorted(m["id"] for m in both["memories"]) == sorted([in_one, in_two])
+    everything = await pair.a("search", type="advanced", filters={"categories": ["c"]})
+    assert len(everything["memories"]) == 5 and set(others) <= {m["id"] for m in everything["memories"]}
+    clash = await pair.a_err("search", type="advanced", filters={"project_ids": [one], "domains": ["user"]})
+    assert clash["error"]["code"] == "invalid_parameter"

@@ -4,9 +4,11 @@ pruned to the newest `keep`, listed by `memhub backup list`, and restorable."""
 from __future__ import annotations
 
 import subprocess
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -14,7 +16,7 @@ from memhub.cli.container import build_container
 from memhub.services import ops
 from memhub.services.backups import DailyBackups, list_backups
 from tests.conftest import make_settings
-from tests.helpers import MEMHUB, ok
+from tests.helpers import MEMHUB, ok, stdio_params
 from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
@@ -77,3 +79,22 @@ async def test_a_backup_that_fails_verification_is_not_kept(
         assert list_backups(container.runtime) == []
     finally:
         container.close()
+
+
+async def test_serve_takes_no_daily_backup_when_the_time_is_empty(tmp_path: Path) -> None:
+    """`MEMHUB_BACKUP_TIME=` (set, empty) turns the daily backup off; `00:00` (always past) is the
+    control: that server writes today's backup at start."""
+    for name, at in (("on", "00:00"), ("off", "")):
+        home = tmp_path / name
+        params = stdio_params(home / "memhub.db", "alice")
+        params.args = ["--home", str(home), *params.args]
+        assert params.env is not None
+        params.env["MEMHUB_BACKUP_TIME"] = at
+        async with Client(params) as client:
+            await ok(client, "add-project", name="p")
+            deadline = time.monotonic() + 20
+            while at and not list((home / "backups").glob("memhub-daily-*.db")):
+                assert time.monotonic() < deadline, "the control server took no backup"
+                await anyio.sleep(0.05)
+        daily = sorted(p.name for p in (home / "backups").glob("memhub-daily-*.db"))
+        assert len(daily) == (1 if at else 0), (name, daily)

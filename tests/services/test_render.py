@@ -461,3 +461,15 @@ def test_empty_charts_render(fmt: Format) -> None:
 def test_charts_are_deterministic() -> None:
     for fmt in FORMATS:
         assert render_charts("t", realistic_panels(), fmt) == render_charts("t", realistic_panels(), fmt)
+
+
+def test_svg_and_html_name_cjk_fonts() -> None:
+    """Japanese labels render with real glyphs (not empty boxes) wherever a CJK face exists."""
+    nodes = [GraphNode("1", "設計方針", "global", 1.0), GraphNode("2", "データベース", "global", 0.5)]
+    edges = [GraphEdge("1", "2", "semantic", 0.8)]
+    for fmt in ("svg", "html"):
+        graph = render_graph("記憶マップ", nodes, edges, fmt).content
+        charts = render_charts("カテゴリ", [Series("件数", [("設計", 3.0)])], fmt).content
+        for text in (graph, charts):
+            for face in ("Hiragino Sans", "Yu Gothic", "Noto Sans CJK JP"):
+                assert face in text, (fmt, face)

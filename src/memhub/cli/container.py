@@ -164,8 +164,11 @@ def encryption_keys(settings: Settings) -> list[bytes]:
     return []
 
 
-def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> Runtime:
-    store = open_store(settings.db_url, keys=encryption_keys(settings))
+def build_runtime(
+    settings: Settings, available: Sequence[Toolset] = registry.REGISTRY, *, check_store: bool = False
+) -> Runtime:
+    """`check_store`: refuse a store SQLite reports as damaged (what `serve` asks before serving)."""
+    store = open_store(settings.db_url, keys=encryption_keys(settings), check=check_store)
     embedder = make_embedder(settings.embedder)
     embedding = vectors = backfill = None
     if embedder is not None:
@@ -184,9 +187,11 @@ def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.RE
     return runtime
 
 
-def build_container(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> Container:
+def build_container(
+    settings: Settings, available: Sequence[Toolset] = registry.REGISTRY, *, check_store: bool = False
+) -> Container:
     served = tuple(toolset.name for toolset in registry.select(settings.toolsets, available))
-    runtime = build_runtime(settings, available)
+    runtime = build_runtime(settings, available, check_store=check_store)
     with runtime.store.transaction(write=True) as tx:
         row = tx.ensure_principal(settings.user)
     principal = Principal(

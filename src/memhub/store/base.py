@@ -16,7 +16,7 @@ optional protocols, checked with `isinstance` by the code that wants them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -313,8 +313,9 @@ class Backups(Protocol):
 class Encryption(Protocol):
     """Content encrypted at rest (store/crypto.py) and its key rotation."""
 
-    def rotate_encryption(self, new_key: bytes | None) -> int:
-        """Re-encrypt every item's text under `new_key` (None: plaintext); items rewritten."""
+    def rotate_encryption(self, new_key: bytes | None, audit: Callable[[Tx], object] | None = None) -> int:
+        """Re-encrypt every item's text under `new_key` (None: plaintext); items rewritten.
+        `audit(tx)` runs inside the rotation's transaction, before its commit."""
         ...
 
 

@@ -30,13 +30,14 @@ async def _require_admin(call: Call) -> None:
 async def _backup(call: Call, args: m.AdminInput) -> m.AdminOutput:
     path = ops.backup_path(call.runtime, args.backup_path, default_name=ops.default_backup_name())
     exclude = sorted(set(BACKUP_PARTS) - set(args.include_data or BACKUP_PARTS))
-    details = await ops.backup(call.runtime, path, exclude=exclude, force=args.force)
+    shown = ops.backup_name(call.runtime, path)
+    details = await ops.backup(call.runtime, path, exclude=exclude, force=args.force, shown=shown)
     return m.AdminOutput(action="backup", status="ok", details=details)
 
 
 async def _restore(call: Call, args: m.AdminInput) -> m.AdminOutput:
     path = ops.backup_path(call.runtime, args.backup_path, default_name=None)
-    done = await ops.restore(call.runtime, path, apply=args.force)
+    done = await ops.restore(call.runtime, path, apply=args.force, shown=ops.backup_name(call.runtime, path))
     if not done.restored:
         details = {"path": str(path), "restored": False, "hint": "pass force=true to restore"}
         return m.AdminOutput(action="restore", status="verified", details=details)

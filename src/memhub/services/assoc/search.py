@@ -18,13 +18,14 @@ from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.models import Viewer
 from memhub.core.text import term_coverage
+from memhub.search.explain import Explanation
 from memhub.services import access
 from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
 from memhub.services.assoc.domains import MEMORY, VAULT_NOTE
 from memhub.services.assoc.ids import parse_mem, parse_proj
 from memhub.services.runtime import Call
-from memhub.store.base import ItemQuery, ItemRow, Tx
+from memhub.store.base import ItemBrief, ItemQuery, ItemRow, Tx
 
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
 ALPHA = 0.5  # vector weight in the fusion: with e5+use the best balance of LoCoMo and the ja set
@@ -40,19 +41,32 @@ class SearchScope:
     domains: tuple[str, ...]
     projects: tuple[int, ...] | None  # None: every project the caller belongs to
     session_id: str | None  # session memories only from this session (None: the current one)
+    only_projects: bool = False  # True: nothing but the memories of `projects` (no other domain)
 
     def viewer(self, tx: Tx, call: Call) -> Viewer:
         return access.viewer(tx, call.principal, sessions="current", session_id=self.session_id)
 
     def restrict(self, query: ItemQuery) -> ItemQuery:
+        if self.only_projects and self.projects is not None:
+            return replace(query, scopes=("project",), project_ids=self.projects)
         return replace(query, scopes=self.domains, scope_projects=self.projects)
 
 
 def scope(
     domains: Sequence[str] | None, project_ids: Sequence[str] | None, session_id: str | None
 ) -> SearchScope:
+    """memory(search)'s scope: `project_ids` narrows the project domain, other domains stay."""
     projects = tuple(sorted({parse_proj(p) for p in project_ids})) if project_ids else None
     return SearchScope(tuple(domains) if domains else m.DOMAINS, projects, session_id)
+
+
+def filter_scope(domains: Sequence[str] | None, project_ids: Sequence[str] | None) -> SearchScope:
+    """The `search` tool's `filters`: `project_ids` means only these projects' memories (their
+    description says so), never the user, global or session memories beside them."""
+    if project_ids and domains and "project" not in domains:
+        raise invalid("filters.project_ids selects project memories: include 'project' in filters.domains")
+    scoped = scope(domains, project_ids, None)
+    return replace(scoped, only_projects=scoped.projects is not None)
 
 
 async def ranked(
@@ -63,9 +77,10 @@ async def ranked(
     limit: int,
     threshold: float,
     project_id: int | None = None,
+    explain: Explanation | None = None,
 ) -> tuple[list[m.Memory], int, str | None]:
     """(memories, matches, note): the note says what the search may have missed (read your
-    writes: runtime.Call.catch_up)."""
+    writes: runtime.Call.catch_up). With `explain`, the rerank's factors are recorded there."""
     engine = call.runtime.search
     if engine is None:
         raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
@@ -80,6 +95,7 @@ async def ranked(
         k_vec=CANDIDATES,
         k_final=CANDIDATES,
         alpha=ALPHA,
+        explain=explain,
     )
     vectors_used = call.runtime.embedding is not None and call.runtime.embedding.ready
     embedder = call.runtime.embedding.id if vectors_used and call.runtime.embedding is not None else None
@@ -106,6 +122,21 @@ async def ranked(
                     embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, coverage
                 )
                 scored.append((ranking.score(rel, brief.importance, brief.access_count), sim, brief.id))
+                if explain is not None:
+                    parts = ranking.relevance_parts(
+                        embedder, hit.vector_score, hit.text_score, text_range, cosine_range, coverage
+                    )
+                    _explain_hit(explain, brief, sim, coverage, parts, rel, scored[-1][0])
+            elif explain is not None:
+                explain.count("below the similarity threshold")
+        if explain is not None:
+            explain.stage = "assoc"
+            explain.count("outside the searched domains or projects", len(by_id) - len(briefs))
+            explain.params.update(
+                threshold=threshold, alpha=ALPHA, embedder=embedder or "none",
+                text_low=text_range[0], text_best=text_range[1],
+                cosine_low=cosine_range[0], cosine_best=cosine_range[1],
+            )  # fmt: skip
         scored.sort(key=lambda t: (-t[0], -t[2]))
         top = scored[:limit]
         chosen = replace(candidates, ids=[i for _, _, i in top], limit=len(top) or 1)
@@ -115,6 +146,29 @@ async def ranked(
 
     memories, total = await call.read(work)
     return memories, total, note
+
+
+def _explain_hit(
+    explain: Explanation,
+    brief: ItemBrief,
+    sim: float,
+    coverage: float,
+    parts: tuple[float, float | None],
+    rel: float,
+    score: float,
+) -> None:
+    """The rerank factors of one kept hit (ranking.py's formula, term by term)."""
+    explain.factors[brief.id] = {
+        "similarity": sim,
+        "coverage": coverage,
+        "text_part": parts[0],
+        "vector_part": "none" if parts[1] is None else parts[1],
+        "relevance": rel,
+        "importance": brief.importance,
+        "usage": ranking.usage(brief.access_count),
+        "access_count": brief.access_count,
+    }
+    explain.final[brief.id] = score
 
 
 async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
@@ -169,7 +223,7 @@ async def _filtered(
     projects: Sequence[str] | None,
 ) -> tuple[list[m.Memory], int]:
     """A filter search ordered in the store: the queries' results in turn, up to `limit`."""
-    scoped = scope(in_domains, projects, None)
+    scoped = filter_scope(in_domains, projects)
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
         viewer = scoped.viewer(tx, call)
@@ -194,7 +248,7 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         )
     item_id = parse_mem(args.memory_id)
     where, in_domains, projects = _filters(args)
-    scoped = scope(in_domains, projects, None)
+    scoped = filter_scope(in_domains, projects)
 
     def source(tx: Tx) -> tuple[ItemRow, bytes | None, Viewer]:
         row = domains.get_memory(tx, call.principal, args.memory_id)
@@ -227,7 +281,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
             call,
             args.query,
             with_notes,
-            scope(in_domains, projects, None),
+            filter_scope(in_domains, projects),
             args.limit,
             args.threshold,
         )

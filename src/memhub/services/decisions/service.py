@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from memhub.core.clock import parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid
 from memhub.core.models import Principal
+from memhub.search.explain import Explanation
 from memhub.services import access, decision_model
 from memhub.services.access import Need
 from memhub.services.decision_model import DECISION, DecisionRecord, public_id
@@ -202,7 +203,7 @@ async def supersede(call: Call, args: m.SupersedeInput) -> m.DecisionResponse:
     return await call.transact(work)
 
 
-async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
+async def search(call: Call, args: m.SearchInput, explain: Explanation | None = None) -> m.SearchResponse:
     """Graph-first hybrid search: hybrid candidates, extended along supersede chains, ranked
     by status, authority and dedup (`ranking.py`)."""
     engine = call.runtime.search
@@ -218,6 +219,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
         k_vec=CANDIDATES,
         k_final=CANDIDATES,
         alpha=ALPHA,
+        explain=explain,
     )
     own = {hit.item_id: hit.combined for hit in hits}
 
@@ -237,6 +239,8 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
             for r in records.values()
         ]
         ranked = ranking.rank(candidates, args.mode, args.limit)
+        if explain is not None:
+            _explain(explain, candidates, own, ranked, args.mode)
         chains = ranking.components(records, edges) if args.mode == "audit" else {}
         return [
             m.SearchHit(
@@ -258,6 +262,32 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResponse:
         results=results,
         note=note,
     )
+
+
+def _explain(
+    explain: Explanation,
+    candidates: list[ranking.Candidate],
+    own: dict[int, float],
+    ranked: list[ranking.Ranked],
+    mode: str,
+) -> None:
+    """The graph-first factors of every candidate (ranking.py), and what the mode removed."""
+    for c in candidates:
+        boost = ranking.ACTIVE_BOOST if c.status == "active" else 0.0
+        explain.factors[c.id] = {
+            "own_relevance": own.get(c.id, 0.0), "relevance": c.relevance,
+            "lent_by_chain": "yes" if c.id not in own else "no", "status": c.status,
+            "status_boost": boost, "status_penalty": ranking.PENALTY.get(c.status, 1.0) if not boost else 1.0,
+            "authority": ranking.AUTHORITY if c.human else 0.0, "target": c.target,
+        }  # fmt: skip
+        explain.final[c.id] = ranking.graph_score(c.relevance, c.status, c.human)
+    explain.stage = "decisions"
+    kept = {r.candidate.id for r in ranked}
+    explain.count(
+        f"not kept by mode {mode} (inactive, a duplicate target, or past the limit)",
+        len(candidates) - len(kept),
+    )
+    explain.params.update(alpha=ALPHA, chain_decay=ranking.CHAIN_DECAY, mode=mode)
 
 
 # -- for people (the CLI) ---------------------------------------------------------------------

@@ -27,6 +27,7 @@ from memhub.core.models import Viewer
 from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
 from memhub.policy.redact import PII_KINDS, SECRET_KINDS, redact
 from memhub.search.engine import MAX_K
+from memhub.search.explain import Explanation
 from memhub.services import access, graph
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
@@ -122,7 +123,12 @@ def _scope_query(tx: Tx, call: Call, scopes: Sequence[str] | None) -> ItemQuery:
 
 
 async def rank(
-    call: Call, query: str, scopes: Sequence[str] | None, allow: list[str] | None, as_of: str
+    call: Call,
+    query: str,
+    scopes: Sequence[str] | None,
+    allow: list[str] | None,
+    as_of: str,
+    explain: Explanation | None = None,
 ) -> Ranking:
     """Every claim the caller may receive for `query`, best first (boundary-first)."""
     tags = check_tags(allow)
@@ -144,7 +150,7 @@ async def rank(
     hybrid = doc.retrieval.hybrid
     hits = await engine.search(
         viewer, query, kinds=(CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
-        k_final=min(hybrid.k_txt + hybrid.k_vec, MAX_K), alpha=hybrid.alpha,
+        k_final=min(hybrid.k_txt + hybrid.k_vec, MAX_K), alpha=hybrid.alpha, explain=explain,
     )  # fmt: skip
     parts = ranking.components(hits, hybrid.alpha)
     pool = sorted(parts, key=lambda i: (-parts[i].combined, i))[: hybrid.k_final]
@@ -159,9 +165,13 @@ async def rank(
         pce_scope = row.attrs.get("pce_scope", "principle")
         age = age_days(as_of, row.created_at)
         if age * 86400 > ttl_seconds(doc.scope(pce_scope).ttl):
+            if explain is not None:
+                explain.count("past its scope's TTL")
             continue  # past its scope's TTL under the policy in force
         if row.boundary_class not in allowed:
             withheld.append(clm(row.id))
+            if explain is not None:
+                explain.count("withheld for human review (boundary class)")
             continue
         rec = ranking.recency(age, rerank.half_life(row.category or "fact"))
         q = ranking.quality_factor(row.quality, rerank.use_quality)
@@ -170,6 +180,21 @@ async def rank(
             text=part.text, vector=part.vector, combined=part.combined, quality=row.quality, recency=rec, g=g
         )
         items.append(Ranked(row, shown_text(policy, row), part.combined * g, scores))
+        if explain is not None:
+            explain.factors[row.id] = {
+                "text_part": part.text, "vector_part": part.vector, "combined": part.combined,
+                "quality": row.quality, "quality_factor": q, "age_days": age,
+                "half_life_days": rerank.half_life(row.category or "fact"), "recency": rec, "g": g,
+            }  # fmt: skip
+            explain.final[row.id] = part.combined * g
+    if explain is not None:
+        explain.stage = "pce"
+        explain.count("below the policy's k_final", max(0, len(parts) - len(pool)))
+        explain.count("outside the asked scopes", len(pool) - len(rows))
+        explain.params.update(
+            alpha=hybrid.alpha, k_final=hybrid.k_final, use_quality=str(rerank.use_quality),
+            policy_version=policy.version, normalisation="score / best score per side",
+        )  # fmt: skip
     items.sort(key=lambda r: ranking.sort_key(r.score, r.row.created_at, r.row.id))
     call.detail["boundary"] = {
         "allow": list(tags)[:10],

@@ -48,7 +48,7 @@ async def vault_create(call: Call, args: m.CreateInput) -> m.WrittenOutput:
         if target.path.exists():
             raise conflict(f"{args.path} already exists (use vault_write to change it)")
         data = args.content.encode("utf-8")
-        with state.write_lock:
+        with state.writing():
             folder = target.path.parent
             if folder.exists() and not folder.is_dir():
                 raise invalid_path("a parent of that path is a file")
@@ -70,7 +70,7 @@ async def vault_write(call: Call, args: m.WriteInput) -> m.WrittenOutput:
             raise forbidden("daily/ notes are append-only: use mode=append")
         _existing(target, args.path)
         payload = args.content.encode("utf-8")
-        with state.write_lock:
+        with state.writing():
             current, base = read_bytes(target.path)
             if args.mode == "overwrite":
                 seen = state.last_seen(target.rel)
@@ -101,7 +101,7 @@ async def vault_replace(call: Call, args: m.ReplaceInput) -> m.ReplaceOutput:
             raise not_found(f"{args.path} not found in the vault")
         _existing(target, args.path)
         limit = args.max_replacements or 1
-        with state.write_lock:
+        with state.writing():
             data, base = read_bytes(target.path)
             text = decode(data)
             if text is None:
