@@ -6,7 +6,7 @@
         [--embedder auto] [--min 0] [--out bench/results/associations-<embedder>.json]
 
 `calibrate` measures, per embedder, the cosine distribution of (almost all) unrelated pairs on
-the CALIBRATION corpus, bench/data/ja_set.json (140 bilingual coding memories, 80 queries):
+the CALIBRATION corpus, bench/data/ja_set.json (140 bilingual coding memories, 142 queries):
 "passage" mode = every pair of memories, "query" mode = every query with every memory that is
 not one of its answers; per language pair (en, ja, cross) and pooled (any). It prints the
 median and 99th percentile that `memhub.search.calibration.BASELINES` holds.
@@ -54,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 CALIBRATION_SET = REPO / "bench" / "data" / "ja_set.json"
 EVALUATION_SET = REPO / "bench" / "data" / "assoc_pairs.json"
 PAIRS = ("en", "ja", "cross", "any")
-THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(0, 20))
+THRESHOLDS = (*(round(0.1 * i, 2) for i in range(8)), *(round(0.8 + 0.01 * i, 2) for i in range(20)))
 
 # the reproduction: ten memories on (mostly) unrelated topics
 UNRELATED = (
@@ -79,6 +79,7 @@ def _stats(values: Sequence[float]) -> dict[str, float | int]:
     return {
         "n": int(arr.size),
         "median": round(float(np.median(arr)), 3),
+        "p95": round(float(np.percentile(arr, 95)), 3),
         "p99": round(float(np.percentile(arr, 99)), 3),
     }
 
@@ -263,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for r in report:
             for mode in ("passage", "query"):
                 cells = "  ".join(
-                    f"{p}: {s['median']:.3f}/{s['p99']:.3f} (n={s['n']})" for p, s in r[mode].items()
+                    f"{p}: {s['median']:.3f}/{s['p95']:.3f}/{s['p99']:.3f} (n={s['n']})"
+                    for p, s in r[mode].items()
                 )
                 print(f"{r['embedder']:<20} {mode:<8} {cells}")
     else:

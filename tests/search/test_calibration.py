@@ -7,7 +7,7 @@ import math
 import pytest
 
 from memhub.search.calibration import (
-    AT_P99,
+    AT_P95,
     BASELINES,
     Baseline,
     baseline,
@@ -25,7 +25,7 @@ def test_unrelated_median_is_zero_p99_is_0_7_and_closer_pairs_keep_rising() -> N
     base = Baseline(0.64, 0.74)
     assert from_baseline(0.64, base) == 0.0
     assert from_baseline(0.50, base) == 0.0  # below the typical unrelated pair
-    assert from_baseline(0.74, base) == pytest.approx(AT_P99)
+    assert from_baseline(0.74, base) == pytest.approx(AT_P95)
     closer = [from_baseline(c, base) for c in (0.76, 0.80, 0.85, 0.95)]
     assert closer == sorted(closer) and len(set(closer)) == 4  # no clipping at 1: strengths stay comparable
     assert all(0.7 < s < 1.0 for s in closer)
@@ -38,7 +38,7 @@ def test_every_embedder_has_both_modes_for_every_language_pair() -> None:
         for mode in ("query", "passage"):
             for pair in ("en", "ja", "cross", "any"):
                 base = table[(mode, pair)]  # type: ignore[index]
-                assert base.p99 > base.median
+                assert base.p95 > base.median
 
 
 def test_longest_prefix_mode_and_language_pair_choose_the_baseline() -> None:

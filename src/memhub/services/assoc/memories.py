@@ -34,7 +34,7 @@ from memhub.store.base import ItemQuery, ItemRow, NewItem, Tx
 
 log = logging.getLogger(__name__)
 
-SEMANTIC_MIN = 0.8  # calibrated: precision 0.85 on bench/data/assoc_pairs.json (docs/benchmarks.md)
+SEMANTIC_MIN = 0.9  # calibrated: precision 0.84 on bench/data/assoc_pairs.json (docs/benchmarks.md)
 SEMANTIC_K = 5
 TEMPORAL_WINDOW = timedelta(minutes=30)
 TEMPORAL_K = 1  # the previous memory only (issue 23: five made any session a near-complete graph)
