@@ -9,7 +9,7 @@
 the CALIBRATION corpus, bench/data/ja_set.json (140 bilingual coding memories, 142 queries):
 "passage" mode = every pair of memories, "query" mode = every query with every memory that is
 not one of its answers; per language pair (en, ja, cross) and pooled (any). It prints the
-median and 99th percentile that `memhub.search.calibration.BASELINES` holds.
+median, 95th and 99th percentiles (median and 95th are what `memhub.search.calibration.BASELINES` holds).
 
 `evaluate` runs the real code path on the EVALUATION set, bench/data/assoc_pairs.json
 (disjoint from the calibration corpus; how it is labelled is in the file): a fresh container

@@ -3,7 +3,7 @@
 similarity (what `threshold` compares with, 0-1):
   - with a vector hit: the embedder's cosine calibrated against its unrelated query/memory
     pairs (memhub.search.calibration, "query" mode): 0 for a typical unrelated pair, 0.7 for
-    one more alike than 99 % of them, rising towards 1 for closer ones;
+    one more alike than 95 % of them, rising towards 1 for closer ones;
   - text-only hit: its BM25 relative to the best BM25 of the query (the best keyword match is 1).
 relevance (how well the memory matches, 0-1; what ranks):
   relevance = alpha * (cos - floor) / (best_cos - floor)
