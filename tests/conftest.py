@@ -1,4 +1,9 @@
-"""Fixtures: real SQLite files, the real composition root, the real MCP client."""
+"""Fixtures: real databases (the backend under test), the real composition root, the real MCP client.
+
+`backend` (MEMHUB_TEST_BACKEND, default sqlite; tests/store/backends.py) is where every test
+that builds a store, a container or a server gets its store location: `make_settings`
+takes it, subprocess tests pass `backend.url(...)` as `--db`.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from mcp import Client
 
 from memhub.cli.container import Container, build_container
 from memhub.core.settings import Settings
+from tests.store.backends import Backend, selected
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -22,14 +28,23 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def make_settings(home: Path, user: str = "alice", project: str = "demo", **extra: object) -> Settings:
-    values: dict[str, Any] = {"embedder": "none", **extra}
+@pytest.fixture(scope="session")
+def backend() -> Backend:
+    """The database backend the suite runs on (MEMHUB_TEST_BACKEND, default sqlite)."""
+    return selected()
+
+
+def make_settings(
+    home: Path, backend: Backend, user: str = "alice", project: str = "demo", **extra: object
+) -> Settings:
+    """Settings of a server whose files are in `home`, its store on `backend`."""
+    values: dict[str, Any] = {"embedder": "none", "db": backend.url(home), **extra}
     return Settings(home=home, user=user, project=project, **values)
 
 
 @pytest.fixture
-def container(tmp_path: Path) -> Iterator[Container]:
-    built = build_container(make_settings(tmp_path, toolsets=("discussion",)))
+def container(tmp_path: Path, backend: Backend) -> Iterator[Container]:
+    built = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
     yield built
     built.close()
 

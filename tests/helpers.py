@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sqlite3
 import ssl
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp import StdioServerParameters
+
+from tests.store.backends import rows, selected
 
 REPO = Path(__file__).resolve().parents[1]
 MEMHUB = str(Path(sys.executable).with_name("memhub"))
@@ -56,16 +57,13 @@ async def error(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, 
     return body["error"]
 
 
-def counts(db: Path) -> dict[str, int]:
-    """Row counts of every user-data table (the audit log is allowed to grow)."""
-    with sqlite3.connect(db) as conn:
-        return {
-            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("items", "projects", "project_members", "links", "vectors", "items_fts")
-        }
+def counts(db: str | Path) -> dict[str, int]:
+    """Row counts of every user-data table of the store at `db` (the audit log is allowed to grow)."""
+    tables = ("items", "projects", "project_members", "links", "vectors", *selected().text_tables)
+    return {t: rows(db, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
 
 
-def stdio_params(db: Path, user: str = "alice", *extra: str) -> StdioServerParameters:
+def stdio_params(db: str | Path, user: str = "alice", *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=MEMHUB,
         args=["--db", str(db), "--user", user, "--project", "demo", "serve", "--transport", "stdio", *extra],
@@ -98,7 +96,7 @@ def wait_http(
 
 @contextmanager
 def http_server(
-    db: Path,
+    db: str | Path,
     *extra: str,
     env: dict[str, str] | None = None,
     context: ssl.SSLContext | None = None,
@@ -141,7 +139,7 @@ def http_server(
         proc.wait(timeout=10)
 
 
-async def check_bad_inputs(client: Any, db: Path, project_id: int, topic_id: int) -> None:
+async def check_bad_inputs(client: Any, db: str | Path, project_id: int, topic_id: int) -> None:
     """Every discussion tool's bad-input table through `client`: the seed's code, nothing written."""
     from tests.mcp.test_discussion import _bad_inputs
 

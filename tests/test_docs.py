@@ -14,6 +14,7 @@ from memhub.cli.container import build_container
 from memhub.core.settings import setting_docs
 from tests.conftest import make_settings
 from tests.helpers import error_body
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -41,11 +42,11 @@ def _contains(actual: Any, expected: Any) -> bool:
 
 
 @pytest.mark.parametrize("doc", ["discussion.md", "assoc.md", "vault.md", "decisions.md", "pce.md"])
-async def test_doc_examples_run(doc: str, tmp_path: Path) -> None:
+async def test_doc_examples_run(doc: str, tmp_path: Path, backend: Backend) -> None:
     examples = _examples(DOCS / doc)
     assert examples, f"{doc} has no runnable examples"
     toolset = doc.removesuffix(".md")
-    container = build_container(make_settings(tmp_path, embedder="hash", toolsets=(toolset,)))
+    container = build_container(make_settings(tmp_path, backend, embedder="hash", toolsets=(toolset,)))
     async with Client(container.server) as client:
         for example in examples:
             result = await client.call_tool(example["tool"], example["arguments"])

@@ -29,6 +29,20 @@ def _layer(module: str) -> str | None:
     return parts[1] if parts[1] in LAYERS else None
 
 
+def _drivers(path: Path) -> set[str]:
+    """The database drivers `path` imports (sqlite3, psycopg)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        found.update(top for name in names if (top := name.split(".")[0]) in ("sqlite3", "psycopg"))
+    return found
+
+
 def test_every_package_has_a_layer() -> None:
     packages = {p.name for p in SRC.iterdir() if p.is_dir() and not p.name.startswith("__")}
     assert packages <= set(LAYERS), packages - set(LAYERS)
@@ -71,14 +85,48 @@ def test_only_the_sqlite_backend_imports_sqlite3() -> None:
     for path in SRC.rglob("*.py"):
         if backend in path.parents:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [alias.name for alias in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            if any(name == "sqlite3" or name.startswith("sqlite3.") for name in names):
-                offenders.append(str(path.relative_to(SRC)))
+        if _drivers(path) & {"sqlite3"}:
+            offenders.append(str(path.relative_to(SRC)))
     assert not offenders, offenders
+
+
+def test_the_visibility_filter_is_written_once() -> None:
+    """One SQL layer decides what a read may return (store/sql/visibility.py), for every backend."""
+    holders = [
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if "scope = 'global'" in p.read_text(encoding="utf-8")
+    ]
+    assert holders == ["store/sql/visibility.py"], holders
+
+
+def test_search_depends_on_the_vector_search_protocol() -> None:
+    """Only the factory (search/vector_search.py) names the numpy index; the engine, the backfill
+    and the services speak `VectorSearch`, so a pgvector adapter can take its place."""
+    offenders = []
+    for path in [*SRC.joinpath("search").glob("*.py"), *SRC.joinpath("services").rglob("*.py")]:
+        if path.name in ("vectors.py", "vector_search.py", "__init__.py"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if "memhub.search.vectors" in text or "VectorIndex" in text:
+            offenders.append(str(path.relative_to(SRC)))
+    assert not offenders, offenders
+
+
+def test_only_the_store_tests_open_a_database_driver() -> None:
+    """Every other test reaches its store through the `backend` fixture (tests/store/backends.py),
+    so the whole suite can run on another backend."""
+    tests = SRC.parents[1] / "tests"
+    offenders = []
+    for path in tests.rglob("*.py"):
+        if tests / "store" in path.parents:
+            continue
+        if _drivers(path):
+            offenders.append(str(path.relative_to(tests)))
+    assert not offenders, offenders
+
+
+def test_the_shared_sql_layer_imports_no_driver() -> None:
+    """store/sql/ is pure string building, shared by the SQLite and PostgreSQL backends."""
+    for path in (SRC / "store" / "sql").rglob("*.py"):
+        assert not _drivers(path), path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from mcp import Client
 from memhub.audit.chain import verify_chain
 from memhub.cli.container import Container
 from tests.helpers import MEMHUB, error, ok
+from tests.store.backends import Backend, RawError
 
 pytestmark = pytest.mark.anyio
 
@@ -32,23 +32,25 @@ async def test_every_call_is_audited(client: Client, container: Container) -> No
     assert verify_chain(events).ok
 
 
-async def test_doctor_detects_an_edited_event(client: Client, container: Container) -> None:
+async def test_doctor_detects_an_edited_event(client: Client, container: Container, backend: Backend) -> None:
     for i in range(3):
         await ok(client, "add-project", name=f"p{i}")
-    db = container.settings.db_path
+    db = container.settings.db_url
     healthy = subprocess.run([MEMHUB, "--db", str(db), "doctor"], capture_output=True, text=True, timeout=30)
     assert healthy.returncode == 0 and "3 events, ok" in healthy.stdout
 
-    with sqlite3.connect(db) as conn:  # an attacker with file access: drop the guard, rewrite history
-        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            conn.execute("UPDATE events SET principal = 'mallory' WHERE id = 2")
-        conn.execute("DROP TRIGGER events_no_update")
-        conn.execute("UPDATE events SET principal = 'mallory' WHERE id = 2")
+    # an attacker with file access: drop the guard, rewrite history
+    with pytest.raises(RawError, match="append-only"):
+        backend.execute(db, "UPDATE events SET principal = 'mallory' WHERE id = 2")
+    backend.drop_audit_guard(db)
+    backend.execute(db, "UPDATE events SET principal = 'mallory' WHERE id = 2")
     broken = subprocess.run([MEMHUB, "--db", str(db), "doctor"], capture_output=True, text=True, timeout=30)
     assert broken.returncode == 1
     assert "BROKEN" in broken.stdout and "event 2" in broken.stdout
 
 
-def test_doctor_on_a_fresh_database(tmp_path: Path) -> None:
-    out = subprocess.run([MEMHUB, "--db", str(tmp_path / "new.db"), "doctor"], capture_output=True, text=True)
+def test_doctor_on_a_fresh_database(tmp_path: Path, backend: Backend) -> None:
+    out = subprocess.run(
+        [MEMHUB, "--db", backend.url(tmp_path, "new.db"), "doctor"], capture_output=True, text=True
+    )
     assert out.returncode == 0 and "integrity: ok" in out.stdout

@@ -7,12 +7,24 @@ import subprocess
 from pathlib import Path
 
 from tests.helpers import MEMHUB
+from tests.store.backends import selected
 
 
 def memhub(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {"MEMHUB_EMBEDDER": "none", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", **env}
     return subprocess.run(
-        [MEMHUB, "--home", str(home), "--user", "alice", "--project", "demo", *args],
+        [
+            MEMHUB,
+            "--home",
+            str(home),
+            "--db",
+            selected().url(home),
+            "--user",
+            "alice",
+            "--project",
+            "demo",
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=60,

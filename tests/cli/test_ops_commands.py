@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -13,11 +12,12 @@ from mcp import Client
 from memhub.cli.container import build_container
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
+from tests.store.backends import Backend, rows
 
 pytestmark = pytest.mark.anyio
 
 
-def memhub(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def memhub(db: str | Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"MEMHUB_EMBEDDER": "none", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
     return subprocess.run(
         [MEMHUB, "--db", str(db), "--user", "alice", *args],
@@ -28,18 +28,17 @@ def memhub(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def memories(db: Path) -> list[str]:
-    with sqlite3.connect(db) as conn:
-        return [r[0] for r in conn.execute("SELECT body FROM items WHERE kind = 'memory' ORDER BY id")]
+def memories(db: str | Path) -> list[str]:
+    return [r[0] for r in rows(db, "SELECT body FROM items WHERE kind = 'memory' ORDER BY id")]
 
 
-async def test_backup_export_import_restore_reindex(tmp_path: Path) -> None:
-    container = build_container(make_settings(tmp_path, toolsets=("assoc",)))
+async def test_backup_export_import_restore_reindex(tmp_path: Path, backend: Backend) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("assoc",)))
     async with Client(container.server) as client:
         for text in ("設計方針を決めた", "we chose SQLite WAL"):
             await ok(client, "memory", action="store", content=text, domain="user")
     container.close()
-    db = container.settings.db_path
+    db = container.settings.db_url
 
     backup = tmp_path / "copy.db"
     done = memhub(db, "backup", str(backup))
@@ -52,7 +51,7 @@ async def test_backup_export_import_restore_reindex(tmp_path: Path) -> None:
 
     exported = tmp_path / "memories.json"
     assert memhub(db, "export", "-o", str(exported)).returncode == 0
-    other = tmp_path / "other.db"
+    other = backend.url(tmp_path, "other.db")
     imported = memhub(other, "import", str(exported))
     assert imported.returncode == 0, imported.stderr
     assert "imported 2 memories" in imported.stderr and memories(other) == memories(db)

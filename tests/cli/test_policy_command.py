@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from tests.helpers import MEMHUB
+from tests.store.backends import Backend
 
 POLICY = """version: '0.4'
 scopes: {session: {ttl: '1d', max_tokens: 5000}}
@@ -14,7 +15,7 @@ boundary_classes: {public: {allow: ['*']}, internal: {allow: ['answer:task']}}
 """
 
 
-def memhub(db: Path, *args: str, key: str = "") -> subprocess.CompletedProcess[str]:
+def memhub(db: str | Path, *args: str, key: str = "") -> subprocess.CompletedProcess[str]:
     env = {"MEMHUB_EMBEDDER": "none", "PATH": "/usr/bin:/bin", "MEMHUB_PCE_POLICY_HMAC_KEY": key}
     return subprocess.run(
         [MEMHUB, "--db", str(db), "--user", "alice", *args],
@@ -25,8 +26,8 @@ def memhub(db: Path, *args: str, key: str = "") -> subprocess.CompletedProcess[s
     )
 
 
-def test_sign_then_apply_and_show(tmp_path: Path) -> None:
-    db, policy = tmp_path / "m.db", tmp_path / "policy.yaml"
+def test_sign_then_apply_and_show(tmp_path: Path, backend: Backend) -> None:
+    db, policy = backend.url(tmp_path, "m.db"), tmp_path / "policy.yaml"
     policy.write_text(POLICY, encoding="utf-8")
     unsigned = memhub(db, "policy", "apply", str(policy), key="k3y")
     assert unsigned.returncode == 1 and "signed policies only" in unsigned.stderr

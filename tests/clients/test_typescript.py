@@ -20,6 +20,7 @@ import pytest
 from memhub.mcp import registry
 from tests.clients.node import installed, no_node_at_all
 from tests.helpers import http_server, stdio_params
+from tests.store.backends import Backend
 
 REF_PROJECT = "{{1.structuredContent.project_id}}"
 REF_TOPIC = "{{2.structuredContent.topic_id}}"
@@ -78,9 +79,9 @@ def _run(driver: Path, target: list[str], env: dict[str, str] | None = None) -> 
 
 @pytest.fixture(scope="module", params=["stdio", "streamable-http"])
 def report(
-    request: pytest.FixtureRequest, driver: Path, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, driver: Path, tmp_path_factory: pytest.TempPathFactory, backend: Backend
 ) -> Iterator[dict[str, Any]]:
-    db = tmp_path_factory.mktemp("ts") / "m.db"
+    db = backend.url(tmp_path_factory.mktemp("ts"), "m.db")
     if request.param == "stdio":
         params = stdio_params(db)
         yield _run(driver, ["stdio", params.command, *params.args], params.env)

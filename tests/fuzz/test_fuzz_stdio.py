@@ -15,7 +15,6 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -30,6 +29,7 @@ from tests.fuzz import strategies as gen
 from tests.fuzz.test_fuzz_tools import vocabulary
 from tests.helpers import counts
 from tests.mcp.raw import RawServer
+from tests.store.backends import Backend
 
 LIMIT_S = 20.0
 BAD_BYTES = [
@@ -51,7 +51,7 @@ def lines_to_send(default: int) -> int:
 @dataclass
 class Stdio:
     server: RawServer
-    db: Path
+    db: str
     tools: dict[str, dict[str, Any]]
     sent: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -61,8 +61,8 @@ class Stdio:
 
 
 @pytest.fixture(scope="module")
-def stdio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stdio]:
-    db = tmp_path_factory.mktemp("fuzz-stdio") / "m.db"
+def stdio(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[Stdio]:
+    db = backend.url(tmp_path_factory.mktemp("fuzz-stdio"), "m.db")
     server = RawServer(db)
     server.send(b'{"jsonrpc":"2.0","id":"list","method":"tools/list"}\n')
     listed = server.reply("list")["result"]["tools"]

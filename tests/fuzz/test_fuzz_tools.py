@@ -28,6 +28,7 @@ from memhub.services.vault import errors as vault_errors
 from tests.conftest import make_settings
 from tests.fuzz import strategies as gen
 from tests.helpers import counts
+from tests.store.backends import Backend
 
 TOOLSETS = {toolset.name: toolset for toolset in REGISTRY}
 
@@ -72,9 +73,9 @@ class Target:
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+def target(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[Target]:
     home = tmp_path_factory.mktemp("fuzz")
-    container = build_container(make_settings(home, toolsets=tuple(TOOLSETS)))
+    container = build_container(make_settings(home, backend, toolsets=tuple(TOOLSETS)))
     with (
         start_blocking_portal("asyncio") as portal,
         portal.wrap_async_context_manager(Client(container.server)) as client,
@@ -131,7 +132,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def check_call(t: Target, tool: str, arguments: dict[str, Any]) -> None:
-    db = t.container.settings.db_path
+    db = t.container.settings.db_url
     before = counts(db)
     try:
         result = _call(t, tool, arguments)

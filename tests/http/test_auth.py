@@ -7,18 +7,18 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers import MEMHUB, error, http_server, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
 
-def _key(db: Path, name: str, *extra: str) -> str:
+def _key(db: str, name: str, *extra: str) -> str:
     out = subprocess.run(
         [MEMHUB, "--db", str(db), "apikey", "create", name, *extra],
         capture_output=True,
@@ -30,8 +30,10 @@ def _key(db: Path, name: str, *extra: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, dict[str, str]]]:
-    db = tmp_path_factory.mktemp("auth") / "m.db"
+def keyed(
+    tmp_path_factory: pytest.TempPathFactory, backend: Backend
+) -> Iterator[tuple[str, str, dict[str, str]]]:
+    db = backend.url(tmp_path_factory.mktemp("auth"), "m.db")
     keys = {"alice": _key(db, "alice", "--admin"), "bob": _key(db, "bob")}
     with http_server(db, "--auth", "apikey") as base:
         yield base, db, keys
@@ -44,7 +46,7 @@ def _as(base: str, key: str) -> Client:
     return Client(streamable_http_client(f"{base}/mcp", http_client=http))
 
 
-def test_requests_without_a_valid_key_are_401(keyed: tuple[str, Path, dict[str, str]]) -> None:
+def test_requests_without_a_valid_key_are_401(keyed: tuple[str, str, dict[str, str]]) -> None:
     base, _, _ = keyed
     for headers in ({}, {"X-API-Key": "mh_wrong"}, {"Authorization": "Bearer nope"}):
         request = urllib.request.Request(f"{base}/mcp", data=b"{}", headers=headers, method="POST")
@@ -56,7 +58,7 @@ def test_requests_without_a_valid_key_are_401(keyed: tuple[str, Path, dict[str, 
         assert response.status == 200
 
 
-async def test_each_key_is_its_own_user(keyed: tuple[str, Path, dict[str, str]]) -> None:
+async def test_each_key_is_its_own_user(keyed: tuple[str, str, dict[str, str]]) -> None:
     base, _, keys = keyed
     async with _as(base, keys["alice"]) as alice, _as(base, keys["bob"]) as bob:
         assert (await ok(alice, "user", action="get_current"))["user_id"] == "alice"
@@ -73,7 +75,7 @@ async def test_each_key_is_its_own_user(keyed: tuple[str, Path, dict[str, str]])
         assert (await ok(alice, "admin", action="system_stats"))["status"] == "ok"
 
 
-async def test_a_revoked_key_stops_working(keyed: tuple[str, Path, dict[str, str]]) -> None:
+async def test_a_revoked_key_stops_working(keyed: tuple[str, str, dict[str, str]]) -> None:
     base, db, _ = keyed
     carol = _key(db, "carol")
     async with _as(base, carol) as client:

@@ -12,13 +12,14 @@ from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 from tests.helpers import MEMHUB, check_bad_inputs, counts, error, error_body, http_server, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    db = tmp_path_factory.mktemp("http") / "m.db"
+def server(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[tuple[str, str]]:
+    db = backend.url(tmp_path_factory.mktemp("http"), "m.db")
     with http_server(db) as base:
         yield base, db
 
@@ -67,9 +68,18 @@ async def test_discussion_over_sse(server: tuple[str, Path]) -> None:
         assert (await error(session, "get-logs", {"topic_id": "nope"}))["code"] == "INVALID_PARAMETER"
 
 
-def test_refuses_remote_bind_without_auth(tmp_path: Path) -> None:
+def test_refuses_remote_bind_without_auth(tmp_path: Path, backend: Backend) -> None:
     out = subprocess.run(
-        [MEMHUB, "--db", str(tmp_path / "x.db"), "serve", "--transport", "http", "--host", "0.0.0.0"],
+        [
+            MEMHUB,
+            "--db",
+            str(backend.url(tmp_path, "x.db")),
+            "serve",
+            "--transport",
+            "http",
+            "--host",
+            "0.0.0.0",
+        ],
         capture_output=True,
         text=True,
         timeout=30,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import counts, http_server
+from tests.store.backends import Backend
 
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 INIT = (
@@ -67,8 +68,8 @@ def _sse_json(body: bytes) -> dict[str, Any]:
     ],
     ids=["invalid-utf8", "lone-surrogate", "deep", "truncated"],
 )
-def test_bad_bodies_are_parse_errors(tmp_path: Path, body: bytes) -> None:
-    db = tmp_path / "m.db"
+def test_bad_bodies_are_parse_errors(tmp_path: Path, backend: Backend, body: bytes) -> None:
+    db = backend.url(tmp_path, "m.db")
     with http_server(db) as base:
         url = f"{base}/mcp"
         status, headers, _ = _post(url, INIT)

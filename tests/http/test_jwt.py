@@ -4,7 +4,6 @@ expired, not yet valid, for another audience or issuer, or signed with another k
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from jwt.algorithms import RSAAlgorithm
 
 from tests.helpers import MEMHUB, http_server
 from tests.http import rpc
+from tests.store.backends import Backend, rows
 
 SECRET = "a-test-secret-of-at-least-32-bytes!!"
 AUD, ISS = "memhub", "https://idp.example"
@@ -39,8 +39,10 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, Any]) -> Iterator[tuple[str, Path]]:
-    db = tmp_path_factory.mktemp("jwt") / "m.db"
+def server(
+    tmp_path_factory: pytest.TempPathFactory, backend: Backend, keys: dict[str, Any]
+) -> Iterator[tuple[str, str]]:
+    db = backend.url(tmp_path_factory.mktemp("jwt"), "m.db")
     env = {
         "MEMHUB_JWT_SECRET": SECRET,
         "MEMHUB_JWT_JWKS": str(keys["jwks"]),
@@ -99,15 +101,14 @@ def test_bad_tokens_are_401_and_audited(server: tuple[str, Path], keys: dict[str
     assert (
         rpc.call(base, session, "memory", action="store", content="after refusals", domain="user")[0] == 200
     )
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT detail FROM events WHERE tool = 'http.auth' AND outcome = 'unauthorized'")
-        reasons = [json.loads(r[0])["reason"] for r in rows]
+    refused = rows(db, "SELECT detail FROM events WHERE tool = 'http.auth' AND outcome = 'unauthorized'")
+    reasons = [json.loads(r[0])["reason"] for r in refused]
     assert {r.strip() for r in bad} <= set(reasons)
     assert not any(token in json.dumps(reasons) for token in bad.values())  # never the credential
 
 
-def test_jwt_only_mode_refuses_api_keys(tmp_path: Path, keys: dict[str, Any]) -> None:
-    db = tmp_path / "m.db"
+def test_jwt_only_mode_refuses_api_keys(tmp_path: Path, backend: Backend, keys: dict[str, Any]) -> None:
+    db = backend.url(tmp_path, "m.db")
     key = subprocess.run(
         [MEMHUB, "--db", str(db), "apikey", "create", "frank"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -170,8 +171,7 @@ def test_a_subject_never_becomes_a_local_principal(server: tuple[str, Path]) -> 
         token = jwt.encode(_claims(subject), SECRET, algorithm="HS256")
         assert "principal" in _refusal(base, token) or "spaces" in _refusal(base, token), subject
     assert _whoami(base, jwt.encode(_claims("hank"), SECRET, algorithm="HS256"))[::2] == (200, "hank")
-    with sqlite3.connect(db) as conn:
-        kinds = dict(conn.execute("SELECT id, kind FROM principals WHERE id IN ('alice', 'hank')").fetchall())
+    kinds = dict(rows(db, "SELECT id, kind FROM principals WHERE id IN ('alice', 'hank')"))
     assert kinds == {"alice": "user", "hank": "agent"}
 
 

@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memhub.http.metrics import STATE, Metrics
 from tests.helpers import error, http_server, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -37,8 +38,8 @@ def test_every_metric_has_help_and_counters_are_counters() -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with http_server(tmp_path_factory.mktemp("metrics") / "m.db", "--embedder", "hash") as base:
+def server(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[str]:
+    with http_server(backend.url(tmp_path_factory.mktemp("metrics"), "m.db"), "--embedder", "hash") as base:
         yield base
 
 

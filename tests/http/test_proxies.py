@@ -7,12 +7,12 @@ loopback proxy trusted, the header is honoured."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 
 from tests.helpers import http_server
 from tests.http import rpc
+from tests.store.backends import rows
 
 FORGED = [f"203.0.113.{i}" for i in range(1, 9)]
 
@@ -30,11 +30,10 @@ def _audited_clients(db: Path, expected: int, deadline_s: float = 10.0) -> list[
     while True:
         clients: list[str] = []
         if db.exists():
-            with sqlite3.connect(db) as conn:
-                rows = conn.execute(
-                    "SELECT detail FROM events WHERE tool = 'http.auth' AND outcome = 'unauthorized'"
-                ).fetchall()
-            clients = [json.loads(row[0])["client"] for row in rows]
+            found = rows(
+                db, "SELECT detail FROM events WHERE tool = 'http.auth' AND outcome = 'unauthorized'"
+            )
+            clients = [json.loads(row[0])["client"] for row in found]
         if len(clients) >= expected or time.monotonic() > end:
             return clients
         time.sleep(0.05)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from memhub.search.embedders import EMBEDDER_NAMES
 from tests.helpers import MEMHUB, free_port, wait_http
+from tests.store.backends import Backend
 
 
 def test_serve_help_lists_every_embedder() -> None:
@@ -19,9 +20,11 @@ def test_serve_help_lists_every_embedder() -> None:
     assert "default auto" in text and "e5+use when both models are" in text
 
 
-def test_serve_prints_one_ready_line_with_url_store_toolsets_and_embedder(tmp_path: Path) -> None:
+def test_serve_prints_one_ready_line_with_url_store_toolsets_and_embedder(
+    tmp_path: Path, backend: Backend
+) -> None:
     port = free_port()
-    db = tmp_path / "m.db"
+    db = backend.url(tmp_path, "m.db")
     serve = ["serve", "--transport", "http,sse", "--port", str(port), "--embedder", "none"]
     proc = subprocess.Popen(
         [MEMHUB, "--db", str(db), "--user", "alice", *serve],

@@ -16,14 +16,15 @@ from mcp.client.sse import sse_client
 
 from tests.helpers import counts, free_port, http_server, ok
 from tests.http import rpc
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 LAN = {"Host": "memhub.lan:8000"}
 
 
 @pytest.fixture(scope="module")
-def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    db = tmp_path_factory.mktemp("limits") / "m.db"
+def limited(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[tuple[str, str]]:
+    db = backend.url(tmp_path_factory.mktemp("limits"), "m.db")
     env = {
         "MEMHUB_RATE_LIMIT_IP_READ": "100",
         "MEMHUB_RATE_LIMIT_IP_WRITE": "2",
@@ -79,15 +80,15 @@ def test_oversized_body_is_413_and_the_server_stays_up(limited: tuple[str, Path]
     assert rpc.call(base, session, "get-projects")[0] == 200
 
 
-def test_a_lan_host_needs_configuring(limited: tuple[str, Path], tmp_path: Path) -> None:
+def test_a_lan_host_needs_configuring(limited: tuple[str, Path], tmp_path: Path, backend: Backend) -> None:
     base, _ = limited
     assert rpc.initialize(base, LAN)[0] == 421  # not configured: refused
-    with http_server(tmp_path / "lan.db", "--allowed-hosts", "memhub.lan:*") as lan:
+    with http_server(backend.url(tmp_path, "lan.db"), "--allowed-hosts", "memhub.lan:*") as lan:
         assert rpc.initialize(lan, LAN)[0] == 200
         assert rpc.initialize(lan, {"Host": "other.lan:8000"})[0] == 421
 
 
-async def test_separate_ports_from_a_config_file(tmp_path: Path) -> None:
+async def test_separate_ports_from_a_config_file(tmp_path: Path, backend: Backend) -> None:
     http_port, sse_port = free_port(), free_port()
     config = {
         "transports": {
@@ -101,7 +102,7 @@ async def test_separate_ports_from_a_config_file(tmp_path: Path) -> None:
     path.write_text(json.dumps(config))
     # the flag wins over the file's http port; the file gives the SSE port and its options
     with http_server(
-        tmp_path / "m.db", "--config", str(path), "--http-port", str(http_port), port=http_port
+        backend.url(tmp_path, "m.db"), "--config", str(path), "--http-port", str(http_port), port=http_port
     ) as base:
         sse_base = f"http://127.0.0.1:{sse_port}"
         async with Client(f"{base}/mcp") as client:
@@ -147,8 +148,8 @@ def _post_sse_and_heartbeat(sse_base: str) -> None:
     assert any('"serverInfo"' in line for line in lines)
 
 
-def test_a_principal_limit_is_429_over_http_before_the_call_runs(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_a_principal_limit_is_429_over_http_before_the_call_runs(tmp_path: Path, backend: Backend) -> None:
+    db = backend.url(tmp_path, "m.db")
     with http_server(db, env={"MEMHUB_RATE_LIMIT_WRITE": "1"}) as base:
         session = rpc.session(base)
         status, headers, _ = rpc.call(base, session, "add-project", name="first")
@@ -159,7 +160,9 @@ def test_a_principal_limit_is_429_over_http_before_the_call_runs(tmp_path: Path)
         assert counts(db) == before
 
 
-def test_guessing_keys_is_rate_limited(tmp_path: Path) -> None:
-    with http_server(tmp_path / "m.db", "--auth", "apikey", env={"MEMHUB_RATE_LIMIT_IP_READ": "2"}) as base:
+def test_guessing_keys_is_rate_limited(tmp_path: Path, backend: Backend) -> None:
+    with http_server(
+        backend.url(tmp_path, "m.db"), "--auth", "apikey", env={"MEMHUB_RATE_LIMIT_IP_READ": "2"}
+    ) as base:
         statuses = [rpc.initialize(base, {"X-API-Key": f"mh_guess{i}"})[0] for i in range(3)]
         assert statuses == [401, 401, 429]

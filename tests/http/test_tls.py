@@ -16,6 +16,7 @@ from cryptography.x509.oid import NameOID
 
 from tests.helpers import free_port, http_server
 from tests.http import rpc
+from tests.store.backends import Backend
 
 
 def _certificate(folder: Path) -> tuple[Path, Path]:
@@ -45,12 +46,18 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-def test_https_with_tls_1_3_minimum(tmp_path: Path) -> None:
+def test_https_with_tls_1_3_minimum(tmp_path: Path, backend: Backend) -> None:
     cert, key = _certificate(tmp_path)
     context = ssl.create_default_context(cafile=str(cert))
     port = free_port()
     with http_server(
-        tmp_path / "m.db", "--tls-cert", str(cert), "--tls-key", str(key), context=context, port=port
+        backend.url(tmp_path, "m.db"),
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        context=context,
+        port=port,
     ):
         with (
             socket.create_connection(("127.0.0.1", port), timeout=5) as raw,

@@ -17,6 +17,7 @@ from memhub.core.models import Principal
 from memhub.mcp.server import build_mcp_server
 from tests.conftest import make_settings
 from tests.helpers import counts, error, ok
+from tests.store.backends import Backend
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Pair:
     async def counts(self) -> dict[str, int]:
         """Row counts of the store once background work (vectors, semantic links) has settled."""
         await settled(self.container)
-        return counts(self.container.settings.db_path)
+        return counts(self.container.settings.db_url)
 
     async def a_err(self, tool: str, **arguments: Any) -> dict[str, Any]:
         return {"error": await error(self.alice, tool, arguments)}
@@ -44,8 +45,10 @@ class Pair:
 
 
 @pytest.fixture
-def assoc_container(tmp_path: Path) -> Iterator[Container]:
-    built = build_container(make_settings(tmp_path, embedder="hash", toolsets=("discussion", "assoc")))
+def assoc_container(tmp_path: Path, backend: Backend) -> Iterator[Container]:
+    built = build_container(
+        make_settings(tmp_path, backend, embedder="hash", toolsets=("discussion", "assoc"))
+    )
     yield built
     built.close()
 

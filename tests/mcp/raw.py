@@ -35,10 +35,10 @@ def call_line(request_id: int, tool: str, arguments: dict[str, Any]) -> bytes:
 
 
 class RawServer:
-    def __init__(self, db: Path, *extra: str, embedder: str = "none") -> None:
+    def __init__(self, db: str | Path, *extra: str, embedder: str = "none") -> None:
         params = stdio_params(db, "alice", *extra)
         env = {**(params.env or {}), "MEMHUB_EMBEDDER": embedder}
-        self.stderr_path = db.with_suffix(".stderr")
+        self.stderr_path = Path(db).with_suffix(".stderr")  # beside a database file
         with self.stderr_path.open("wb") as stderr:  # a file: a chatty server never blocks on a full pipe
             self.proc = subprocess.Popen(
                 [params.command, *params.args],

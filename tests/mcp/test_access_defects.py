@@ -4,30 +4,29 @@ tool-supplied backup paths."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import counts
 from tests.mcp.conftest import Pair
+from tests.store.backends import rows
 
 pytestmark = pytest.mark.anyio
 
 
-def _principals(db: Path) -> set[str]:
-    with sqlite3.connect(db) as conn:
-        return {r[0] for r in conn.execute("SELECT id FROM principals")}
+def _principals(db: str) -> set[str]:
+    return {r[0] for r in rows(db, "SELECT id FROM principals")}
 
 
 async def test_adding_an_unknown_user_does_not_create_them(pair: Pair) -> None:
     project = (await pair.a("project", action="create", name="team"))["project"]["id"]
-    before = _principals(pair.container.settings.db_path)
+    before = _principals(pair.container.settings.db_url)
     err = await pair.a_err(
         "project", action="add_member", project_id=project, user_id="no-such-user", role="editor"
     )
     assert err["error"]["code"] == "not_found" and "no-such-user" in err["error"]["message"]
-    assert _principals(pair.container.settings.db_path) == before
+    assert _principals(pair.container.settings.db_url) == before
     await pair.a("project", action="add_member", project_id=project, user_id="bob", role="viewer")  # known
 
 
@@ -84,12 +83,12 @@ async def _discussion_error(pair: Pair) -> dict[str, str]:
      "sub/../../x.db", "/etc/shadow"],
 )  # fmt: skip
 async def test_tool_backup_paths_stay_in_the_backups_folder(pair: Pair, tmp_path: Path, path: str) -> None:
-    before = counts(pair.container.settings.db_path)
+    before = counts(pair.container.settings.db_url)
     for action, extra in (("backup", {"force": True}), ("restore", {"force": True})):
         err = await pair.a_err("admin", action=action, backup_path=path, **extra)
         assert err["error"]["code"] == "invalid_parameter", (action, path, err)
         assert "backups folder" in err["error"]["message"] or "NUL" in err["error"]["message"]
     assert not Path("/tmp/memhub-escape.db").exists() and not (tmp_path.parent / "x.db").exists()
-    assert counts(pair.container.settings.db_path) == before
+    assert counts(pair.container.settings.db_url) == before
     made = await pair.a("admin", action="backup", backup_path="nested/ok.db")
     assert Path(made["details"]["path"]) == tmp_path / "backups" / "nested" / "ok.db"

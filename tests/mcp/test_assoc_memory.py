@@ -11,6 +11,7 @@ from memhub.cli.container import build_container
 from tests.conftest import make_settings
 from tests.helpers import error, ok
 from tests.mcp.conftest import Pair, settled
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -324,9 +325,9 @@ async def test_projects_are_shared_with_the_discussion_toolset(pair: Pair) -> No
     assert topic["project_id"] == number
 
 
-async def test_search_without_an_embedder_and_without_matches(tmp_path: Path) -> None:
+async def test_search_without_an_embedder_and_without_matches(tmp_path: Path, backend: Backend) -> None:
     """Keyword-only memhub (`--embedder none`): no candidates is an empty answer, not an error."""
-    container = build_container(make_settings(tmp_path, embedder="none", toolsets=("assoc",)))
+    container = build_container(make_settings(tmp_path, backend, embedder="none", toolsets=("assoc",)))
     async with Client(container.server) as client:
         await ok(client, "memory", action="store", content="hello world", domain="user")
         assert (await ok(client, "memory", action="search", query="zzzz", threshold=0.0))["memories"] == []

@@ -12,16 +12,17 @@ from mcp.shared.exceptions import MCPError
 from memhub.cli.container import build_container
 from tests.conftest import make_settings
 from tests.mcp.conftest import Pair
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_unknown_tool_prompt_and_resource_are_protocol_errors(
-    tmp_path: Path, mode: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, backend: Backend, mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    container = build_container(make_settings(tmp_path))
+    container = build_container(make_settings(tmp_path, backend))
     try:
         async with Client(container.server, mode=mode) as client:  # type: ignore[arg-type]
             with pytest.raises(MCPError) as tool:

@@ -25,6 +25,7 @@ from memhub.services.runtime import Call
 from tests.cli.test_decision_commands import memhub
 from tests.conftest import make_settings
 from tests.helpers import counts, error_body, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 SECRET = "correct horse battery staple"
@@ -47,8 +48,8 @@ class Env:
     bob: Client  # member; a viewer of "demo" unless a test makes him an editor
 
     @property
-    def db(self) -> Path:
-        return self.container.settings.db_path
+    def db(self) -> str:
+        return self.container.settings.db_url
 
     async def a(self, tool: str, **arguments: Any) -> dict[str, Any]:
         return await ok(self.alice, tool, **arguments)
@@ -78,9 +79,9 @@ class Env:
             tx.set_member(project.id, who, role)
 
 
-def _container(tmp_path: Path, **extra: object) -> Container:
+def _container(tmp_path: Path, backend: Backend, **extra: object) -> Container:
     settings = make_settings(
-        tmp_path, toolsets=("decisions", "discussion"), agent_memory_secret=SECRET, **extra
+        tmp_path, backend, toolsets=("decisions", "discussion"), agent_memory_secret=SECRET, **extra
     )
     return build_container(settings)
 
@@ -91,8 +92,8 @@ def settings_extra() -> dict[str, object]:
 
 
 @pytest.fixture
-def built(tmp_path: Path, settings_extra: dict[str, object]) -> Iterator[Container]:
-    container = _container(tmp_path, **settings_extra)
+def built(tmp_path: Path, backend: Backend, settings_extra: dict[str, object]) -> Iterator[Container]:
+    container = _container(tmp_path, backend, **settings_extra)
     yield container
     container.close()
 
@@ -503,12 +504,12 @@ async def test_lifecycle_record_conflict_reflect_accept(env: Env, tmp_path: Path
     assert all(r["chain"] == sorted([first, second, new], key=lambda i: int(i[4:])) for r in audit)
 
 
-async def test_reflect_tells_duplicates_by_the_shared_embeddings(tmp_path: Path) -> None:
+async def test_reflect_tells_duplicates_by_the_shared_embeddings(tmp_path: Path, backend: Backend) -> None:
     """Same target, same text: `duplicate` by the cosine of the embedder's vectors; different
     texts on one target: `conflict`. A second reflection proposes nothing new."""
     from memhub.services.decisions import reflect
 
-    container = _container(tmp_path, embedder="hash")
+    container = _container(tmp_path, backend, embedder="hash")
     try:
         async with Client(container.server) as client:
             for _ in range(2):

@@ -10,6 +10,7 @@ from mcp import Client, StdioServerParameters
 
 from memhub.services.decisions import proposals
 from tests.helpers import MEMHUB, counts, error_body, ok
+from tests.store.backends import Backend, selected
 
 pytestmark = pytest.mark.anyio
 
@@ -17,7 +18,19 @@ pytestmark = pytest.mark.anyio
 def _params(home: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=MEMHUB,
-        args=["--home", str(home), "--user", "alice", "--project", "demo", "serve", "--transport", "stdio"],
+        args=[
+            "--home",
+            str(home),
+            "--db",
+            selected().url(home),
+            "--user",
+            "alice",
+            "--project",
+            "demo",
+            "serve",
+            "--transport",
+            "stdio",
+        ],
         env={
             "MEMHUB_EMBEDDER": "none",
             "OMP_NUM_THREADS": "1",
@@ -28,7 +41,7 @@ def _params(home: Path) -> StdioServerParameters:
     )
 
 
-async def test_decisions_flow_over_stdio(tmp_path: Path) -> None:
+async def test_decisions_flow_over_stdio(tmp_path: Path, backend: Backend) -> None:
     async with Client(_params(tmp_path)) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"record_decision", "supersede_decision", "search_decisions", "accept_proposal"} <= tools
@@ -57,12 +70,12 @@ async def test_decisions_flow_over_stdio(tmp_path: Path) -> None:
         audit = await ok(client, "search_decisions", query="MySQL", mode="audit")
         assert [r["chain"] for r in audit["results"]] == [[old["id"], new["id"]]] * 2
 
-        before = counts(tmp_path / "memhub.db")
+        before = counts(backend.url(tmp_path, "memhub.db"))
         bad = await client.call_tool("record_decision", {"title": "T", "target": "t", "rationale": "short"})
         assert bad.is_error and error_body(bad)["message"].startswith("Validation Error: rationale")
         denied = await client.call_tool("accept_proposal", {"proposal_id": "x.md", "secret": "wrong"})
         assert error_body(denied)["message"].startswith("Permission Denied")
-        assert counts(tmp_path / "memhub.db") == before
+        assert counts(backend.url(tmp_path, "memhub.db")) == before
 
         folder = tmp_path / "proposals"
         meta = {

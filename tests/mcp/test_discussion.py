@@ -264,14 +264,14 @@ def _bad_inputs(pid: int, topic: int) -> list[tuple[str, dict[str, Any], str]]:
 async def test_bad_input_is_a_clear_error_and_writes_nothing(client: Client, container: Container) -> None:
     pid = await _project(client)
     topic = (await ok(client, "add-topic", project_id=pid, title="t"))["topic_id"]
-    before = counts(container.settings.db_path)
+    before = counts(container.settings.db_url)
     cases = _bad_inputs(pid, topic)
     assert {tool for tool, _, _ in cases} == TOOLS  # every tool has bad-input cases
     for tool, arguments, code in cases:
         err = await error(client, tool, arguments)
         assert err["code"] == code, (tool, arguments, err)
         assert "Traceback" not in err["message"]
-    assert counts(container.settings.db_path) == before
+    assert counts(container.settings.db_url) == before
 
 
 async def test_topic_from_another_project_is_rejected(client: Client) -> None:

@@ -16,6 +16,7 @@ from memhub.mcp.registry import REGISTRY
 from memhub.services.common import JSON_MAX_DEPTH
 from tests.conftest import make_settings
 from tests.helpers import counts, error, ok
+from tests.store.backends import Backend
 
 TOOLSETS = {toolset.name: toolset for toolset in REGISTRY}
 
@@ -23,8 +24,8 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def both(tmp_path: Path) -> Iterator[Container]:
-    built = build_container(make_settings(tmp_path, toolsets=("discussion", "assoc")))
+def both(tmp_path: Path, backend: Backend) -> Iterator[Container]:
+    built = build_container(make_settings(tmp_path, backend, toolsets=("discussion", "assoc")))
     yield built
     built.close()
 
@@ -81,10 +82,10 @@ COERCIONS = [
 async def test_assoc_rejects_coercion(
     both: Container, cli: Client, tool: str, arguments: Any, field: str
 ) -> None:
-    before = counts(both.settings.db_path)
+    before = counts(both.settings.db_url)
     body = await error(cli, tool, arguments)
     assert body["code"] == "invalid_parameter" and body["message"].startswith(field), body
-    assert counts(both.settings.db_path) == before
+    assert counts(both.settings.db_url) == before
 
 
 async def test_assoc_still_accepts_natural_json(cli: Client) -> None:
@@ -100,12 +101,12 @@ async def test_assoc_still_accepts_natural_json(cli: Client) -> None:
 
 
 async def test_deep_metadata_is_rejected_and_readers_keep_working(both: Container, cli: Client) -> None:
-    before = counts(both.settings.db_path)
+    before = counts(both.settings.db_url)
     body = await error(
         cli, "memory", {"action": "store", "domain": "user", "content": "deep", "metadata": nested(197)}
     )
     assert body["code"] == "invalid_parameter" and "nested" in body["message"], body
-    assert counts(both.settings.db_path) == before
+    assert counts(both.settings.db_url) == before
     # at the limit it is stored and every reader answers
     ok_meta = nested(JSON_MAX_DEPTH)
     stored = await ok(cli, "memory", action="store", domain="user", content="deep", metadata=ok_meta)
@@ -151,7 +152,7 @@ async def test_every_free_form_json_parameter_is_bounded(
             },
         ),
     ]
-    before = counts(both.settings.db_path)
+    before = counts(both.settings.db_url)
     for tool, arguments in calls:
         if word in ("finite", "invalid unicode", "NUL"):  # the client cannot send these as JSON
             model = TOOLSETS["assoc"].tools[[t.name for t in TOOLSETS["assoc"].tools].index(tool)].input_model
@@ -161,20 +162,20 @@ async def test_every_free_form_json_parameter_is_bounded(
             continue
         body = await error(cli, tool, arguments)
         assert body["code"] == "invalid_parameter" and word in body["message"], (tool, body)
-    assert counts(both.settings.db_path) == before
+    assert counts(both.settings.db_url) == before
 
 
 async def test_import_of_deeply_nested_records_is_rejected(both: Container, cli: Client) -> None:
     import json
 
-    before = counts(both.settings.db_path)
+    before = counts(both.settings.db_url)
     deep = json.dumps([{"content": "x", "domain": "user", "metadata": nested(100)}])
     body = await error(cli, "memory_manage", {"action": "import", "import_data": deep})
     assert body["code"] == "invalid_parameter" and "nested" in body["message"], body
     very_deep = "[" * 5000 + "]" * 5000  # deeper than Python's json parser can go
     body = await error(cli, "memory_manage", {"action": "import", "import_data": very_deep})
     assert body["code"] == "invalid_parameter" and "nested" in body["message"], body
-    assert counts(both.settings.db_path) == before
+    assert counts(both.settings.db_url) == before
 
 
 # -- defect 2 (model side): every free-text field rejects invalid unicode -----------------------
@@ -239,11 +240,11 @@ def test_every_text_field_rejects_invalid_unicode(tool: str, model: type[BaseMod
 async def test_import_records_metadata_is_bounded_too(
     both: Container, cli: Client, metadata: str, word: str
 ) -> None:
-    before = counts(both.settings.db_path)
+    before = counts(both.settings.db_url)
     record = '{"content": "x", "domain": "user", "metadata": ' + metadata + "}"
     text = '[{"content": "ok", "domain": "user"}, ' + record + "]"
     body = await error(cli, "memory_manage", {"action": "import", "import_data": text})
     assert body["code"] == "invalid_parameter" and word in body["message"], body
-    assert counts(both.settings.db_path) == before
+    assert counts(both.settings.db_url) == before
     # and every reader still answers
     await ok(cli, "memory", action="search", query="x", threshold=0)

@@ -23,6 +23,7 @@ from memhub.services.runtime import Call
 from memhub.store.base import NewItem
 from tests.conftest import make_settings
 from tests.helpers import counts
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -80,28 +81,32 @@ async def _error(client: Client, tool: str, arguments: dict[str, Any]) -> dict[s
     return body
 
 
-async def test_payload_and_time_limits_fail_alone_and_change_nothing(tmp_path: Path) -> None:
-    container = build_container(make_settings(tmp_path, toolsets=("discussion",)))
+async def test_payload_and_time_limits_fail_alone_and_change_nothing(
+    tmp_path: Path, backend: Backend
+) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
     server = build_mcp_server(
         container.runtime, ["limited"], Identity(Principal("alice"), require_key=False), available=[LIMITED]
     )
     try:
         async with Client(server) as client:
-            before = counts(container.settings.db_path)
+            before = counts(container.settings.db_url)
             big = await _error(client, "write", {"text": "x" * 500})
             assert big["code"] == "too_large" and "200 bytes" in big["message"]
             late = await _error(client, "write", {"text": "slow", "seconds": 0.8})
             assert late["code"] == "timeout"
             assert (await _error(client, "wait", {"text": "x", "seconds": 5}))["code"] == "timeout"
-            assert counts(container.settings.db_path) == before  # the late write was rolled back
+            assert counts(container.settings.db_url) == before  # the late write was rolled back
             ok = await client.call_tool("write", {"text": "fast"})
-            assert not ok.is_error and counts(container.settings.db_path)["items"] == before["items"] + 1
+            assert not ok.is_error and counts(container.settings.db_url)["items"] == before["items"] + 1
     finally:
         container.close()
 
 
-async def test_rate_limit_per_principal_and_class(tmp_path: Path) -> None:
-    container = build_container(make_settings(tmp_path, toolsets=("discussion",), rate_limit_write=2))
+async def test_rate_limit_per_principal_and_class(tmp_path: Path, backend: Backend) -> None:
+    container = build_container(
+        make_settings(tmp_path, backend, toolsets=("discussion",), rate_limit_write=2)
+    )
     try:
         async with Client(container.server) as client:
             for name in ("a", "b"):
@@ -114,8 +119,8 @@ async def test_rate_limit_per_principal_and_class(tmp_path: Path) -> None:
         container.close()
 
 
-async def test_output_filters_see_every_successful_result(tmp_path: Path) -> None:
-    container = build_container(make_settings(tmp_path, toolsets=("discussion",)))
+async def test_output_filters_see_every_successful_result(tmp_path: Path, backend: Backend) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
 
     def redact(call: Call, body: dict[str, Any]) -> dict[str, Any]:
         return json.loads(json.dumps(body).replace("secret-name", "[redacted]"))

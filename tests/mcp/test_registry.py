@@ -18,6 +18,7 @@ from memhub.services.common import StrictInput
 from memhub.services.runtime import Runtime
 from memhub.store.base import Tx
 from tests.conftest import make_settings
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -55,9 +56,9 @@ ECHO = Toolset(
 )
 
 
-async def test_one_registry_entry_serves_a_new_toolset(tmp_path: Path) -> None:
+async def test_one_registry_entry_serves_a_new_toolset(tmp_path: Path, backend: Backend) -> None:
     available = (*registry.REGISTRY, ECHO)  # the one change a new toolset needs
-    container = build_container(make_settings(tmp_path, toolsets=("echo", "discussion")), available)
+    container = build_container(make_settings(tmp_path, backend, toolsets=("echo", "discussion")), available)
     try:
         async with Client(container.server) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
@@ -74,8 +75,8 @@ async def test_one_registry_entry_serves_a_new_toolset(tmp_path: Path) -> None:
         container.close()
 
 
-async def test_instructions_and_capabilities_follow_what_is_served(tmp_path: Path) -> None:
-    container = build_container(make_settings(tmp_path, toolsets=("assoc",)))
+async def test_instructions_and_capabilities_follow_what_is_served(tmp_path: Path, backend: Backend) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("assoc",)))
     try:
         async with Client(container.server, mode="legacy") as client:
             instructions = client.instructions or ""
@@ -87,6 +88,6 @@ async def test_instructions_and_capabilities_follow_what_is_served(tmp_path: Pat
         container.close()
 
 
-def test_unknown_toolsets_are_refused(tmp_path: Path) -> None:
+def test_unknown_toolsets_are_refused(tmp_path: Path, backend: Backend) -> None:
     with pytest.raises(ValueError, match="unknown toolset"):
-        build_container(make_settings(tmp_path, toolsets=("nope",)))
+        build_container(make_settings(tmp_path, backend, toolsets=("nope",)))

@@ -14,6 +14,7 @@ from memhub.store.open import open_store
 from memhub.store.rows import NewItem
 from tests.conftest import make_settings
 from tests.mcp.conftest import Pair
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -41,11 +42,11 @@ async def test_get_lists_only_associations_the_caller_may_read(pair: Pair) -> No
     assert hidden["memory"]["id"] not in ends
 
 
-def test_a_key_for_a_store_that_holds_plaintext_is_refused(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "memhub.db")
+def test_a_key_for_a_store_that_holds_plaintext_is_refused(tmp_path: Path, backend: Backend) -> None:
+    store = open_store(backend.url(tmp_path, "memhub.db"))
     with store.transaction(write=True) as tx:
         tx.insert_item(NewItem(kind="memory", owner="alice", scope="user", body="kubernetes rollout plan"))
     store.close()
     key = base64.b64encode(os.urandom(32)).decode()
     with pytest.raises(MemhubError, match="encryption rotate"):
-        build_container(make_settings(tmp_path, embedder="none", encryption_key=key))
+        build_container(make_settings(tmp_path, backend, embedder="none", encryption_key=key))

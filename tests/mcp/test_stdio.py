@@ -14,12 +14,13 @@ import pytest
 from mcp import Client
 
 from tests.helpers import MEMHUB, SHARED, check_bad_inputs, counts, error, error_body, ok, stdio_params
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_discussion_flow_over_stdio(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+async def test_discussion_flow_over_stdio(tmp_path: Path, backend: Backend) -> None:
+    db = backend.url(tmp_path, "m.db")
     async with Client(stdio_params(db)) as client:
         pid = (await ok(client, "add-project", name="stdio", description="日本語 ok"))["project_id"]
         topic = (await ok(client, "add-topic", project_id=pid, title="設計方針"))["topic_id"]
@@ -59,9 +60,9 @@ INIT = (
 )
 
 
-def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
+def test_stdout_carries_only_json_rpc(tmp_path: Path, backend: Backend) -> None:
     """Logs go to stderr (even at DEBUG): every stdout line is a JSON-RPC message."""
-    params = stdio_params(tmp_path / "m.db")
+    params = stdio_params(backend.url(tmp_path, "m.db"))
     proc = subprocess.Popen(
         [params.command, *params.args],
         stdin=subprocess.PIPE,
@@ -89,11 +90,11 @@ def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
     assert proc.stderr is not None and proc.stderr.read()  # the DEBUG logs went to stderr
 
 
-def test_raw_lone_surrogate_is_a_clear_error(tmp_path: Path) -> None:
+def test_raw_lone_surrogate_is_a_clear_error(tmp_path: Path, backend: Backend) -> None:
     """JSON may carry \\ud800 escapes (invalid unicode): the tool answers INVALID_PARAMETER (memhub's
     own transport passes the line on, where the SDK's dropped it unanswered), the server keeps
     serving and writes nothing."""
-    params = stdio_params(tmp_path / "m.db")
+    params = stdio_params(backend.url(tmp_path, "m.db"))
     proc = subprocess.Popen(
         [params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=params.env
     )
@@ -118,9 +119,9 @@ def test_raw_lone_surrogate_is_a_clear_error(tmp_path: Path) -> None:
     assert replies[3]["result"]["structuredContent"] == {"projects": []}  # type: ignore[index]
 
 
-def test_cold_start_is_under_a_second(tmp_path: Path) -> None:
+def test_cold_start_is_under_a_second(tmp_path: Path, backend: Backend) -> None:
     """spawn -> initialize response, measured; generous bound against a slow CI machine."""
-    params = stdio_params(tmp_path / "m.db")
+    params = stdio_params(backend.url(tmp_path, "m.db"))
     best = 99.0
     for _ in range(3):
         started = time.perf_counter()
@@ -138,7 +139,7 @@ def test_cold_start_is_under_a_second(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("toolset", "count"), [("discussion", 13), ("assoc", 7), ("decisions", 4)])
-def test_seed_conformance(tmp_path: Path, toolset: str, count: int) -> None:
+def test_seed_conformance(tmp_path: Path, backend: Backend, toolset: str, count: int) -> None:
     script = SHARED / "tools" / "seed_conformance.py"
     if not script.exists():
         pytest.skip("../shared is not beside the checkout")
@@ -151,7 +152,7 @@ def test_seed_conformance(tmp_path: Path, toolset: str, count: int) -> None:
             "--",
             MEMHUB,
             "--db",
-            str(tmp_path / "c.db"),
+            str(backend.url(tmp_path, "c.db")),
             "serve",
             "--transport",
             "stdio",
@@ -165,9 +166,9 @@ def test_seed_conformance(tmp_path: Path, toolset: str, count: int) -> None:
     assert out.stdout.strip().splitlines()[-1] == f"{count} passed, 0 failed", out.stdout + out.stderr
 
 
-async def test_two_processes_write_one_file_concurrently(tmp_path: Path) -> None:
+async def test_two_processes_write_one_file_concurrently(tmp_path: Path, backend: Backend) -> None:
     """Two stdio servers on one database file, writing at once: every write is found."""
-    db = tmp_path / "shared.db"
+    db = backend.url(tmp_path, "shared.db")
     async with Client(stdio_params(db)) as setup:
         pid = (await ok(setup, "add-project", name="shared"))["project_id"]
         topic = (await ok(setup, "add-topic", project_id=pid, title="race"))["topic_id"]
@@ -210,8 +211,8 @@ async def test_two_processes_write_one_file_concurrently(tmp_path: Path) -> None
     assert "audit chain" in doctor.stdout and "ok" in doctor.stdout
 
 
-async def test_assoc_flow_over_stdio(tmp_path: Path) -> None:
-    params = stdio_params(tmp_path / "a.db")
+async def test_assoc_flow_over_stdio(tmp_path: Path, backend: Backend) -> None:
+    params = stdio_params(backend.url(tmp_path, "a.db"))
     params.env = {**(params.env or {}), "MEMHUB_EMBEDDER": "hash"}
     async with Client(params) as client:
         project = (await ok(client, "project", action="create", name="stdio-assoc"))["project"]["id"]
@@ -237,14 +238,14 @@ async def test_assoc_flow_over_stdio(tmp_path: Path) -> None:
         assert exported["count"] == 2
         chart = await ok(client, "visualize", type="category_chart", format="svg")
         assert chart["content"].lstrip().startswith("<svg") or "<svg" in chart["content"][:200]
-        before = counts(tmp_path / "a.db")
+        before = counts(backend.url(tmp_path, "a.db"))
         bad = await client.call_tool("memory", {"action": "store", "content": "x", "domain": "project"})
         assert bad.is_error and error_body(bad)["error"]["code"] == "invalid_parameter"
-        assert counts(tmp_path / "a.db") == before
+        assert counts(backend.url(tmp_path, "a.db")) == before
 
 
-async def test_every_discussion_tool_rejects_bad_input_over_stdio(tmp_path: Path) -> None:
-    db = tmp_path / "bad.db"
+async def test_every_discussion_tool_rejects_bad_input_over_stdio(tmp_path: Path, backend: Backend) -> None:
+    db = backend.url(tmp_path, "bad.db")
     async with Client(stdio_params(db)) as client:
         pid = (await ok(client, "add-project", name="bad"))["project_id"]
         topic = (await ok(client, "add-topic", project_id=pid, title="t"))["topic_id"]

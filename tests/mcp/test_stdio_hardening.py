@@ -12,11 +12,12 @@ from mcp.shared.message import SessionMessage
 from memhub.mcp.stdio import MAX_LINE_BYTES, MAX_MESSAGE_DEPTH, _decode, _find_id, _Line
 from tests.helpers import counts
 from tests.mcp.raw import RawServer, call_line, tool_error
+from tests.store.backends import Backend
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> RawServer:
-    return RawServer(tmp_path / "m.db")
+def server(tmp_path: Path, backend: Backend) -> RawServer:
+    return RawServer(backend.url(tmp_path, "m.db"))
 
 
 def _raw_call(request_id: int, tool: str, raw_arguments: bytes) -> bytes:
@@ -27,7 +28,9 @@ def _raw_call(request_id: int, tool: str, raw_arguments: bytes) -> bytes:
     )
 
 
-def test_lone_surrogate_in_arguments_is_invalid_parameter(server: RawServer, tmp_path: Path) -> None:
+def test_lone_surrogate_in_arguments_is_invalid_parameter(
+    server: RawServer, tmp_path: Path, backend: Backend
+) -> None:
     server.send(_raw_call(2, "add-project", b'{"name":"ok\\ud800ok"}'))
     assert tool_error(server.reply(2))["code"] == "INVALID_PARAMETER"
     server.send(_raw_call(3, "memory", b'{"action":"store","domain":"user","content":"a\\udc00b"}'))
@@ -42,7 +45,10 @@ def test_lone_surrogate_in_arguments_is_invalid_parameter(server: RawServer, tmp
     assert "error" in reply or reply["result"]["isError"] is True
     assert server.call(6, "get-projects", {})["result"]["structuredContent"] == {"projects": []}
     assert "Traceback" not in server.close()
-    assert counts(tmp_path / "m.db")["projects"] == 0 and counts(tmp_path / "m.db")["items"] == 0
+    assert (
+        counts(backend.url(tmp_path, "m.db"))["projects"] == 0
+        and counts(backend.url(tmp_path, "m.db"))["items"] == 0
+    )
 
 
 @pytest.mark.parametrize(
@@ -60,14 +66,14 @@ def test_lone_surrogate_in_arguments_is_invalid_parameter(server: RawServer, tmp
     ],
 )
 def test_invalid_utf8_is_rejected_not_replaced(
-    tmp_path: Path, tool: str, arguments: bytes, code: str
+    tmp_path: Path, backend: Backend, tool: str, arguments: bytes, code: str
 ) -> None:
-    server = RawServer(tmp_path / "m.db")
-    before = counts(tmp_path / "m.db")
+    server = RawServer(backend.url(tmp_path, "m.db"))
+    before = counts(backend.url(tmp_path, "m.db"))
     server.send(_raw_call(2, tool, arguments))
     error = tool_error(server.reply(2))
     assert error["code"] == code and "unicode" in error["message"], error
-    assert counts(tmp_path / "m.db") == before
+    assert counts(backend.url(tmp_path, "m.db")) == before
     assert "Traceback" not in server.close()
 
 
@@ -79,7 +85,7 @@ def test_invalid_utf8_outside_strings_is_a_parse_error(server: RawServer) -> Non
     server.close()
 
 
-def test_deep_nesting_is_answered(server: RawServer, tmp_path: Path) -> None:
+def test_deep_nesting_is_answered(server: RawServer, tmp_path: Path, backend: Backend) -> None:
     # deeper than the SDK's parser (~200) but a reasonable message: the tool says what is wrong
     meta = b'{"a":' * 30 + b"1" + b"}" * 30
     server.send(
@@ -101,7 +107,7 @@ def test_deep_nesting_is_answered(server: RawServer, tmp_path: Path) -> None:
     assert server.reply("late")["error"]["code"] == -32600
     assert "result" in server.call(9, "get-projects", {})
     assert "Traceback" not in server.close()
-    assert counts(tmp_path / "m.db")["items"] == 0
+    assert counts(backend.url(tmp_path, "m.db"))["items"] == 0
 
 
 def test_truncated_and_non_jsonrpc_lines_are_answered(server: RawServer) -> None:
@@ -128,7 +134,7 @@ def test_truncated_and_non_jsonrpc_lines_are_answered(server: RawServer) -> None
     assert "Traceback" not in server.close()
 
 
-def test_huge_lines_are_answered_and_bounded(server: RawServer, tmp_path: Path) -> None:
+def test_huge_lines_are_answered_and_bounded(server: RawServer, tmp_path: Path, backend: Backend) -> None:
     # 10 MB of content: a valid request, over the tool's limit
     big = call_line(2, "add-log", {"topic_id": 1, "content": "x" * 10_000_000})
     assert len(big) > 10_000_000
@@ -141,11 +147,11 @@ def test_huge_lines_are_answered_and_bounded(server: RawServer, tmp_path: Path) 
     assert reply["error"]["code"] == -32600 and "too large" in reply["error"]["message"]
     assert "result" in server.call(4, "get-projects", {})
     assert "Traceback" not in server.close()
-    assert counts(tmp_path / "m.db")["items"] == 0
+    assert counts(backend.url(tmp_path, "m.db"))["items"] == 0
 
 
-def test_truncated_line_at_eof_is_answered(tmp_path: Path) -> None:
-    server = RawServer(tmp_path / "m.db")
+def test_truncated_line_at_eof_is_answered(tmp_path: Path, backend: Backend) -> None:
+    server = RawServer(backend.url(tmp_path, "m.db"))
     server.send(call_line(2, "get-projects", {})[:30])  # no newline, then EOF
     assert server.proc.stdin is not None
     server.proc.stdin.close()

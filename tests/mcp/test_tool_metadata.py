@@ -15,6 +15,7 @@ from mcp import Client
 from memhub.cli.container import build_container
 from memhub.mcp import registry
 from tests.conftest import make_settings
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -23,8 +24,8 @@ BUDGET_PER_TOOL = 40_000 // 40
 
 
 @pytest.fixture
-async def tools(tmp_path: Path) -> AsyncIterator[list[dict[str, Any]]]:
-    container = build_container(make_settings(tmp_path))  # every registered toolset
+async def tools(tmp_path: Path, backend: Backend) -> AsyncIterator[list[dict[str, Any]]]:
+    container = build_container(make_settings(tmp_path, backend))  # every registered toolset
     async with Client(container.server) as client:
         listed = await client.list_tools()
     container.close()

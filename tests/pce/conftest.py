@@ -20,6 +20,7 @@ from memhub.mcp.server import build_mcp_server
 from tests.conftest import make_settings
 from tests.helpers import error_body
 from tests.mcp.conftest import backfill_running, settled
+from tests.store.backends import Backend
 
 AT = "2025-01-31T12:00:00Z"
 PROV = {"at": AT, "git": {"commit": "abc1234"}}
@@ -81,8 +82,10 @@ class Pce:
         await settled(self.container)
 
 
-def pce_container(tmp_path: Path, **extra: Any) -> Container:
-    settings = make_settings(tmp_path, embedder="hash", toolsets=("pce", "assoc", "discussion"), **extra)
+def pce_container(tmp_path: Path, backend: Backend, **extra: Any) -> Container:
+    settings = make_settings(
+        tmp_path, backend, embedder="hash", toolsets=("pce", "assoc", "discussion"), **extra
+    )
     return build_container(settings)
 
 
@@ -92,8 +95,8 @@ def pce_settings() -> dict[str, Any]:
 
 
 @pytest.fixture
-def built(tmp_path: Path, pce_settings: dict[str, Any]) -> Iterator[Container]:
-    container = pce_container(tmp_path, **pce_settings)
+def built(tmp_path: Path, backend: Backend, pce_settings: dict[str, Any]) -> Iterator[Container]:
+    container = pce_container(tmp_path, backend, **pce_settings)
     yield container
     container.close()
 

@@ -6,6 +6,7 @@ import pytest
 
 from memhub.services.pce.claims import claim_hash, normalize_text
 from tests.pce.conftest import AT, PROV, Pce
+from tests.store.backends import rows
 
 pytestmark = pytest.mark.anyio
 
@@ -106,9 +107,7 @@ async def test_entities_and_relations_become_graph_rows(pce: Pce) -> None:
 
 
 def _graph_counts(pce: Pce) -> dict[str, int]:
-    import sqlite3
-
-    with sqlite3.connect(pce.container.settings.db_path) as conn:
-        entity = conn.execute("SELECT count(*) FROM items WHERE kind = 'entity'").fetchone()[0]
-        links = dict(conn.execute("SELECT type, count(*) FROM links GROUP BY type").fetchall())
+    db = pce.container.settings.db_url
+    entity = rows(db, "SELECT count(*) FROM items WHERE kind = 'entity'")[0][0]
+    links = dict(rows(db, "SELECT type, count(*) FROM links GROUP BY type"))
     return {"entity": entity, "mentions": links.get("mentions", 0), "relation": links.get("relation", 0)}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 
 from memhub.services.pce.policies import sign
 from tests.pce.conftest import Pce
+from tests.store.backends import rows
 
 pytestmark = pytest.mark.anyio
 
@@ -24,8 +24,12 @@ SEED_26 = json.loads(
 
 
 def _history(pce: Pce) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(pce.container.settings.db_path) as conn:
-        return conn.execute("SELECT version, author, diff FROM pce_policies ORDER BY id").fetchall()
+    return [
+        (r[0], r[1], r[2])
+        for r in rows(
+            pce.container.settings.db_url, "SELECT version, author, diff FROM pce_policies ORDER BY id"
+        )
+    ]
 
 
 async def test_seed_policy_applies_and_changes_ranking(pce: Pce) -> None:

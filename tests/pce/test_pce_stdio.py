@@ -10,6 +10,7 @@ from mcp import Client
 
 from tests.helpers import error_body, stdio_params
 from tests.pce.conftest import PROV
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -24,8 +25,8 @@ async def _data(client: Client, tool: str, **arguments: object) -> dict[str, obj
     return data
 
 
-async def test_pce_flow_over_stdio(tmp_path: Path) -> None:
-    async with Client(stdio_params(tmp_path / "m.db", "alice", "--toolsets", "pce")) as client:
+async def test_pce_flow_over_stdio(tmp_path: Path, backend: Backend) -> None:
+    async with Client(stdio_params(backend.url(tmp_path, "m.db"), "alice", "--toolsets", "pce")) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert len(names) == 6 and "pce.memory.policy.apply" in names
         claim = await _data(

@@ -1,16 +1,16 @@
-"""Fixtures for the search-layer tests: real SQLite files in tmp_path, a fixed viewer clock."""
+"""Fixtures for the search-layer tests: a real store of the backend under test, a fixed viewer clock."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.store.backends import Backend
 
 from memhub.core.models import Viewer
-from memhub.store.base import NewItem
-from memhub.store.sqlite import SqliteStore
+from memhub.store.base import NewItem, Store
+from memhub.store.open import open_store
 
 NOW = "2030-01-01T00:00:00.000000Z"
 
@@ -23,13 +23,13 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "memhub.db"
+def db_url(tmp_path: Path, backend: Backend) -> str:
+    return backend.url(tmp_path)
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SqliteStore]:
-    opened = SqliteStore(db_path)
+def store(db_url: str) -> Iterator[Store]:
+    opened = open_store(db_url)
     yield opened
     opened.close()
 
@@ -45,7 +45,7 @@ def bob() -> Viewer:
 
 
 def insert(
-    store: SqliteStore,
+    store: Store,
     body: str,
     *,
     title: str | None = None,
@@ -62,7 +62,7 @@ def insert(
 
 
 @pytest.fixture
-def add_item(store: SqliteStore) -> AddItem:
+def add_item(store: Store) -> AddItem:
     """add_item(body, title=None, owner="alice", scope="global", project_id=None, kind="memory") -> id"""
 
     def add(body: str, **fields: object) -> int:
@@ -72,7 +72,7 @@ def add_item(store: SqliteStore) -> AddItem:
 
 
 @pytest.fixture
-def make_project(store: SqliteStore) -> Callable[[str, str], int]:
+def make_project(store: Store) -> Callable[[str, str], int]:
     """make_project(name, owner) -> project id; the owner is its only member."""
 
     def make(name: str, owner: str) -> int:
@@ -83,15 +83,15 @@ def make_project(store: SqliteStore) -> Callable[[str, str], int]:
 
 
 @pytest.fixture
-def delete_item(db_path: Path) -> Callable[[int], None]:
-    """Delete an item row through a separate connection (as another process would)."""
+def delete_item(db_url: str) -> Callable[[int], None]:
+    """Delete an item row through a separate store (as another process would)."""
 
     def delete(item_id: int) -> None:
-        conn = sqlite3.connect(db_path, isolation_level=None)
+        other = open_store(db_url)
         try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("DELETE FROM items WHERE id = ?", (item_id,))
+            with other.transaction(write=True) as tx:
+                tx.delete_items([item_id])
         finally:
-            conn.close()
+            other.close()
 
     return delete

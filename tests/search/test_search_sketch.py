@@ -12,7 +12,7 @@ import pytest
 
 from memhub.search.sketch import Projection
 from memhub.search.vectors import VectorIndex
-from memhub.store.sqlite import SqliteStore
+from memhub.store.base import Store
 
 DIM, RANK = 16, 5
 EMB = f"sketch-test/{DIM}"
@@ -28,17 +28,17 @@ def low_rank(rng: np.random.Generator, n: int) -> Vectors:
     return rows
 
 
-def put(store: SqliteStore, item_id: int, vec: Vectors) -> None:
+def put(store: Store, item_id: int, vec: Vectors) -> None:
     with store.transaction(write=True) as tx:
         tx.put_vector(item_id, EMB, np.asarray(vec, dtype="<f4").tobytes(), DIM)
 
 
-def sketched(store: SqliteStore, **extra: int) -> VectorIndex:
+def sketched(store: Store, **extra: int) -> VectorIndex:
     options = {"approx_min": 40, "sketch_dims": RANK, "rerank_min": 8, **extra}
     return VectorIndex(store, EMB, DIM, rerank_share=0.05, **options)
 
 
-def exact(store: SqliteStore) -> VectorIndex:
+def exact(store: Store) -> VectorIndex:
     return VectorIndex(store, EMB, DIM, approx_min=10**9)
 
 
@@ -54,7 +54,7 @@ def test_projection_of_full_rank_reproduces_centred_dot_products() -> None:
         Projection.fit(rows[:1], dims=2)
 
 
-def filled(store: SqliteStore, add_item: AddItem, rng: np.random.Generator, n: int) -> list[int]:
+def filled(store: Store, add_item: AddItem, rng: np.random.Generator, n: int) -> list[int]:
     """n items with low-rank vectors."""
     items = [add_item(f"m{i}") for i in range(n)]
     for item, vec in zip(items, low_rank(rng, n), strict=True):
@@ -62,7 +62,7 @@ def filled(store: SqliteStore, add_item: AddItem, rng: np.random.Generator, n: i
     return items
 
 
-def test_sketched_search_equals_the_exact_scan(store: SqliteStore, add_item: AddItem) -> None:
+def test_sketched_search_equals_the_exact_scan(store: Store, add_item: AddItem) -> None:
     rng = np.random.default_rng(1)
     filled(store, add_item, rng, 300)
     fast, slow = sketched(store), exact(store)
@@ -75,7 +75,7 @@ def test_sketched_search_equals_the_exact_scan(store: SqliteStore, add_item: Add
 
 
 def test_a_filter_rejecting_the_sketch_candidates_falls_back_to_every_row(
-    store: SqliteStore, add_item: AddItem
+    store: Store, add_item: AddItem
 ) -> None:
     rng = np.random.default_rng(2)
     items = filled(store, add_item, rng, 400)
@@ -92,7 +92,7 @@ def test_a_filter_rejecting_the_sketch_candidates_falls_back_to_every_row(
 
 
 def test_sketches_follow_updates_deletes_and_refits(
-    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+    store: Store, add_item: AddItem, delete_item: Callable[[int], None]
 ) -> None:
     rng = np.random.default_rng(4)
     fast, slow = sketched(store, initial_capacity=8), exact(store)

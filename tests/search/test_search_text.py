@@ -9,7 +9,7 @@ import pytest
 from memhub.core import text
 from memhub.core.models import Viewer
 from memhub.search import SearchEngine
-from memhub.store.sqlite import SqliteStore
+from memhub.store.base import Store
 from memhub.store.sqlite.fts import match_query
 
 AddItem = Callable[..., int]
@@ -60,7 +60,7 @@ HOSTILE_QUERIES = [
 ]
 
 
-def test_japanese_two_char_word_is_found(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
+def test_japanese_two_char_word_is_found(store: Store, add_item: AddItem, alice: Viewer) -> None:
     hit = add_item("API の設計方針を決めた")
     add_item("unrelated english text about lunch")
     match = text.search_terms("設計")
@@ -70,7 +70,7 @@ def test_japanese_two_char_word_is_found(store: SqliteStore, add_item: AddItem, 
     assert ids == [hit]
 
 
-def test_katakana_word_is_found(store: SqliteStore, add_item: AddItem, alice: Viewer) -> None:
+def test_katakana_word_is_found(store: Store, add_item: AddItem, alice: Viewer) -> None:
     hit = add_item("今日はプランモードで作業する", title="作業メモ")
     add_item("プランを立てる")  # shares only a prefix bigram
     match = text.search_terms("プランモード")
@@ -81,7 +81,7 @@ def test_katakana_word_is_found(store: SqliteStore, add_item: AddItem, alice: Vi
 
 
 def test_half_width_katakana_query_matches_full_width_text(
-    store: SqliteStore, add_item: AddItem, alice: Viewer
+    store: Store, add_item: AddItem, alice: Viewer
 ) -> None:
     hit = add_item("プランモード")
     match = text.search_terms("ﾌﾟﾗﾝﾓｰﾄﾞ")
@@ -103,7 +103,7 @@ def test_core_text_functions_accept_any_string(query: str) -> None:
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
 def test_hostile_queries_never_raise_in_fts(
-    store: SqliteStore, add_item: AddItem, alice: Viewer, query: str
+    store: Store, add_item: AddItem, alice: Viewer, query: str
 ) -> None:
     add_item('design "plan" NEAR(x) OR AND * - : ^ ( ) 設計 プランモード 😀')
     for drop_stopwords in (True, False):
@@ -113,9 +113,7 @@ def test_hostile_queries_never_raise_in_fts(
 
 
 @pytest.mark.anyio
-async def test_hostile_queries_never_raise_in_engine(
-    store: SqliteStore, add_item: AddItem, alice: Viewer
-) -> None:
+async def test_hostile_queries_never_raise_in_engine(store: Store, add_item: AddItem, alice: Viewer) -> None:
     add_item("design plan 設計 プランモード")
     engine = SearchEngine(store, None, None)
     for query in HOSTILE_QUERIES:
@@ -123,9 +121,7 @@ async def test_hostile_queries_never_raise_in_engine(
 
 
 @pytest.mark.anyio
-async def test_operators_in_query_are_plain_words(
-    store: SqliteStore, add_item: AddItem, alice: Viewer
-) -> None:
+async def test_operators_in_query_are_plain_words(store: Store, add_item: AddItem, alice: Viewer) -> None:
     hit = add_item("we chose the OR mapper")
     add_item("nothing relevant here")
     engine = SearchEngine(store, None, None)
@@ -135,7 +131,7 @@ async def test_operators_in_query_are_plain_words(
 
 
 def test_text_search_cost_is_bounded_by_dropping_common_terms_then_older_rows(
-    store: SqliteStore, add_item: AddItem, alice: Viewer
+    store: Store, add_item: AddItem, alice: Viewer
 ) -> None:
     common = [add_item(f"deploy note number {i}") for i in range(20)]
     rare = [add_item(f"deploy rollback drill {i}") for i in range(3)]
@@ -155,7 +151,7 @@ def test_text_search_cost_is_bounded_by_dropping_common_terms_then_older_rows(
 
 
 def test_when_the_rare_terms_are_invisible_the_common_ones_still_answer(
-    store: SqliteStore, add_item: AddItem, alice: Viewer
+    store: Store, add_item: AddItem, alice: Viewer
 ) -> None:
     common = [add_item(f"deploy note number {i}") for i in range(20)]
     for i in range(3):
@@ -166,7 +162,7 @@ def test_when_the_rare_terms_are_invisible_the_common_ones_still_answer(
 
 
 def test_text_search_widens_past_rows_the_viewer_cannot_see(
-    store: SqliteStore, add_item: AddItem, alice: Viewer
+    store: Store, add_item: AddItem, alice: Viewer
 ) -> None:
     for i in range(300):  # the best matches (short rows, the term twice) are bob's
         add_item("kanban kanban", owner="bob", scope="user", title=f"b{i}")
@@ -177,7 +173,7 @@ def test_text_search_widens_past_rows_the_viewer_cannot_see(
 
 @pytest.mark.anyio
 async def test_keyword_search_alone_finds_japanese_content_words(
-    store: SqliteStore, add_item: AddItem, alice: Viewer
+    store: Store, add_item: AddItem, alice: Viewer
 ) -> None:
     hit = add_item("本番データベースの移行は週末に行う")
     add_item("週末の予定")

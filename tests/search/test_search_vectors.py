@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from memhub.core.models import Viewer
+from memhub.search.vector_search import VectorSearch, vector_search_for
 from memhub.search.vectors import VectorIndex
-from memhub.store.base import VectorChange
-from memhub.store.sqlite import SqliteStore
+from memhub.store.base import Store, VectorChange
+from memhub.store.open import open_store
 
 AddItem = Callable[..., int]
 EMB = "test-emb/8"
@@ -26,7 +26,7 @@ def unit(index: int, dim: int = DIM) -> npt.NDArray[np.float32]:
     return vec
 
 
-def put(store: SqliteStore, item_id: int, vec: npt.NDArray[np.float32], embedder: str = EMB) -> None:
+def put(store: Store, item_id: int, vec: npt.NDArray[np.float32], embedder: str = EMB) -> None:
     with store.transaction(write=True) as tx:
         tx.put_vector(item_id, embedder, np.asarray(vec, dtype="<f4").tobytes(), len(vec))
 
@@ -35,7 +35,7 @@ def rounded(hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return [(item_id, round(score, 4)) for item_id, score in hits]
 
 
-def visible_to(store: SqliteStore, viewer: Viewer) -> Callable[[list[int]], set[int]]:
+def visible_to(store: Store, viewer: Viewer) -> Callable[[list[int]], set[int]]:
     def allowed(ids: list[int]) -> set[int]:
         with store.transaction(write=False) as tx:
             return tx.visible_ids(viewer, ids, (), None)
@@ -44,7 +44,7 @@ def visible_to(store: SqliteStore, viewer: Viewer) -> Callable[[list[int]], set[
 
 
 def test_puts_updates_and_deletes_are_applied_incrementally(
-    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+    store: Store, add_item: AddItem, delete_item: Callable[[int], None]
 ) -> None:
     items = [add_item(f"item {i}") for i in range(5)]
     for i, item_id in enumerate(items):
@@ -72,7 +72,7 @@ def test_puts_updates_and_deletes_are_applied_incrementally(
 
 
 def test_put_then_delete_before_refresh_is_a_no_op(
-    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+    store: Store, add_item: AddItem, delete_item: Callable[[int], None]
 ) -> None:
     index = VectorIndex(store, EMB, DIM)
     index.refresh()
@@ -84,7 +84,7 @@ def test_put_then_delete_before_refresh_is_a_no_op(
     assert index.search(unit(1), 3) == []
 
 
-def test_other_embedders_are_ignored(store: SqliteStore, add_item: AddItem) -> None:
+def test_other_embedders_are_ignored(store: Store, add_item: AddItem) -> None:
     item = add_item("x")
     put(store, item, unit(1), embedder="other/8")
     index = VectorIndex(store, EMB, DIM)
@@ -92,7 +92,7 @@ def test_other_embedders_are_ignored(store: SqliteStore, add_item: AddItem) -> N
     assert len(index) == 0
 
 
-def test_wrong_dimension_is_ignored(store: SqliteStore, add_item: AddItem) -> None:
+def test_wrong_dimension_is_ignored(store: Store, add_item: AddItem) -> None:
     good, bad = add_item("good"), add_item("bad")
     put(store, good, unit(1))
     put(store, bad, np.ones(DIM * 2, dtype=np.float32))
@@ -101,7 +101,7 @@ def test_wrong_dimension_is_ignored(store: SqliteStore, add_item: AddItem) -> No
     assert len(index) == 1 and good in index
 
 
-def test_capacity_doubles(store: SqliteStore, add_item: AddItem) -> None:
+def test_capacity_doubles(store: Store, add_item: AddItem) -> None:
     index = VectorIndex(store, EMB, DIM, initial_capacity=2)
     for i in range(9):
         put(store, add_item(f"n{i}"), unit(i))
@@ -111,7 +111,7 @@ def test_capacity_doubles(store: SqliteStore, add_item: AddItem) -> None:
 
 
 def test_random_operations_match_a_model(
-    store: SqliteStore, add_item: AddItem, delete_item: Callable[[int], None]
+    store: Store, add_item: AddItem, delete_item: Callable[[int], None]
 ) -> None:
     rng = np.random.default_rng(7)
     index = VectorIndex(store, EMB, DIM, initial_capacity=1)
@@ -140,8 +140,8 @@ def test_random_operations_match_a_model(
     assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-5)
 
 
-def test_writes_of_another_process_become_visible(db_path: Path, store: SqliteStore) -> None:
-    other = SqliteStore(db_path)  # a second connection: another process sharing the file
+def test_writes_of_another_process_become_visible(db_url: str, store: Store) -> None:
+    other = open_store(db_url)  # a second connection: another process sharing the file
     try:
         index = VectorIndex(store, EMB, DIM)
         index.refresh()
@@ -164,7 +164,7 @@ def test_writes_of_another_process_become_visible(db_path: Path, store: SqliteSt
 
 
 def test_visibility_filter_is_respected_and_the_pool_widens(
-    store: SqliteStore,
+    store: Store,
     add_item: AddItem,
     make_project: Callable[[str, str], int],
     alice: Viewer,
@@ -199,7 +199,7 @@ def test_visibility_filter_is_respected_and_the_pool_widens(
     assert index.search(query, 5, lambda ids: set()) == []
 
 
-def test_query_dimension_is_checked(store: SqliteStore) -> None:
+def test_query_dimension_is_checked(store: Store) -> None:
     with pytest.raises(ValueError):
         VectorIndex(store, EMB, DIM).search(np.ones(3), 1)
 
@@ -250,7 +250,7 @@ def test_timing_100k_x_384(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_timing_noop_refresh_on_sqlite(
-    store: SqliteStore, add_item: AddItem, capsys: pytest.CaptureFixture[str]
+    store: Store, add_item: AddItem, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rng = np.random.default_rng(1)
     with store.transaction(write=True) as tx:
@@ -277,3 +277,8 @@ def test_timing_noop_refresh_on_sqlite(
             f"\nVectorIndex on SQLite (5k x 384): initial load {load_ms:.0f} ms,"
             f" no-op refresh {noop_ms:.3f} ms, refresh after one put {one_ms:.3f} ms"
         )
+
+
+def test_the_factory_gives_the_numpy_index_for_sqlite(store: Store) -> None:
+    index = vector_search_for(store, EMB, DIM)
+    assert isinstance(index, VectorSearch) and index.embedder_id == EMB and index.size() == 0

@@ -15,6 +15,7 @@ from memhub.services import ops
 from memhub.services.backups import DailyBackups, list_backups
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -27,8 +28,8 @@ class MovableClock:
         return self.at
 
 
-async def test_daily_backup_is_taken_verified_pruned_and_restorable(tmp_path: Path) -> None:
-    container = build_container(make_settings(tmp_path, toolsets=("discussion",)))
+async def test_daily_backup_is_taken_verified_pruned_and_restorable(tmp_path: Path, backend: Backend) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
     clock = MovableClock(datetime(2026, 3, 1, 2, 59, tzinfo=UTC))
     container.runtime.clock = clock
     daily = DailyBackups(container.runtime, "03:00", keep=2)
@@ -54,7 +55,7 @@ async def test_daily_backup_is_taken_verified_pruned_and_restorable(tmp_path: Pa
     finally:
         container.close()
     listed = subprocess.run(
-        [MEMHUB, "--home", str(tmp_path), "backup", "list"],
+        [MEMHUB, "--home", str(tmp_path), "--db", backend.url(tmp_path), "backup", "list"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -65,9 +66,9 @@ async def test_daily_backup_is_taken_verified_pruned_and_restorable(tmp_path: Pa
 
 
 async def test_a_backup_that_fails_verification_is_not_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    container = build_container(make_settings(tmp_path, toolsets=("discussion",)))
+    container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
     container.runtime.clock = MovableClock(datetime(2026, 3, 1, 5, 0, tzinfo=UTC))
     store = container.runtime.store
     monkeypatch.setattr(store, "verify_backup", lambda path: ["integrity: broken page"])

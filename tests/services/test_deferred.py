@@ -13,10 +13,11 @@ from memhub.core.models import Viewer
 from memhub.services.deferred import DeferredWrites
 from memhub.store.base import ItemQuery, NewItem
 from memhub.store.open import open_store
+from tests.store.backends import Backend
 
 
-def test_events_and_touches_are_appended_in_order_by_a_write(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "d.db")
+def test_events_and_touches_are_appended_in_order_by_a_write(tmp_path: Path, backend: Backend) -> None:
+    store = open_store(backend.url(tmp_path, "d.db"))
     deferred = DeferredWrites(store, max_pending=3)
     with store.transaction(write=True) as tx:
         item = tx.insert_item(NewItem(kind="memory", owner="a", scope="user", body="x")).id
@@ -41,8 +42,8 @@ def test_events_and_touches_are_appended_in_order_by_a_write(tmp_path: Path) -> 
     store.close()
 
 
-def test_a_failed_transaction_gives_its_batch_back(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "d.db")
+def test_a_failed_transaction_gives_its_batch_back(tmp_path: Path, backend: Backend) -> None:
+    store = open_store(backend.url(tmp_path, "d.db"))
     deferred = DeferredWrites(store)
     deferred.event("a", "get-topics", "ok", {}, "2026-01-01T00:00:00.000000Z")
     deferred.event("a", "get-logs", "ok", {}, "2026-01-01T00:00:01.000000Z")
@@ -58,8 +59,8 @@ def test_a_failed_transaction_gives_its_batch_back(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_the_flusher_appends_within_its_interval(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "d.db")
+async def test_the_flusher_appends_within_its_interval(tmp_path: Path, backend: Backend) -> None:
+    store = open_store(backend.url(tmp_path, "d.db"))
     deferred = DeferredWrites(store)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(deferred.run_forever, 0.01)

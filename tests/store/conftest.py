@@ -1,8 +1,8 @@
-"""Fixtures of the store contract tests: every test runs against each backend in BACKENDS.
+"""Fixtures of the store contract tests: every test runs against the backend under test
+(MEMHUB_TEST_BACKEND, tests/store/backends.py), with its content in plain text and encrypted.
 
-A second backend (PostgreSQL) joins by adding its name to BACKENDS and one branch to
-`backend_url` that hands out the URL of a fresh, empty database (skipping when none is
-configured); nothing else in tests/store/ names a backend.
+A second backend joins through BACKENDS in tests/store/backends.py (its `url` hands out a
+fresh, empty database); nothing else in tests/store/ names a backend.
 """
 
 from __future__ import annotations
@@ -14,27 +14,29 @@ import pytest
 
 from memhub.store.base import Store
 from memhub.store.open import open_store
+from tests.store.backends import Backend, selected
 from tests.store.contract import OpenStore, Seed, TickClock
 
-BACKENDS = ["sqlite", "sqlite-encrypted"]  # add "postgresql" here, and its branch in backend_url
-CONTENT_KEY = bytes(range(32))  # "sqlite-encrypted": item text under AES-GCM (store/crypto.py)
+VARIANTS = [selected().name, f"{selected().name}-encrypted"]  # test ids: [sqlite], [sqlite-encrypted]
+CONTENT_KEY = bytes(range(32))  # "-encrypted": item text under AES-GCM (store/crypto.py)
 
 
-@pytest.fixture(params=BACKENDS)
-def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The location of a fresh, empty store for the backend under test."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'memhub.db'}"
-    if request.param == "sqlite-encrypted":
-        return f"sqlite:///{tmp_path / 'memhub-encrypted.db'}"
-    # elif request.param == "postgresql": create a fresh database, or pytest.skip(...) when unset
-    raise AssertionError(f"no fixture for backend {request.param!r}")
+@pytest.fixture(params=VARIANTS)
+def encrypted(request: pytest.FixtureRequest) -> bool:
+    """Whether the store under test encrypts item text."""
+    return str(request.param).endswith("-encrypted")
 
 
 @pytest.fixture
-def backend_keys(backend_url: str) -> tuple[bytes, ...]:
+def backend_url(tmp_path: Path, backend: Backend, encrypted: bool) -> str:
+    """The location of a fresh, empty store for the backend under test."""
+    return backend.url(tmp_path, "memhub-encrypted.db" if encrypted else "memhub.db")
+
+
+@pytest.fixture
+def backend_keys(encrypted: bool) -> tuple[bytes, ...]:
     """The content keys a store of this backend is opened with (none: text stored as it is)."""
-    return (CONTENT_KEY,) if backend_url.endswith("-encrypted.db") else ()
+    return (CONTENT_KEY,) if encrypted else ()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from memhub.core.errors import MemhubError
 from memhub.store.rows import NewItem
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 SECRET_WORDS = ("quetzalcoatl", "marmalade", "zirconium")
@@ -32,8 +33,8 @@ def _file_bytes(home: Path) -> bytes:
     return b"".join(p.read_bytes() for p in home.glob("memhub.db*") if p.is_file())
 
 
-async def _write_and_search(home: Path, key: str) -> None:
-    container = build_container(make_settings(home, embedder="none", encryption_key=key))
+async def _write_and_search(home: Path, key: str, backend: Backend) -> None:
+    container = build_container(make_settings(home, backend, embedder="none", encryption_key=key))
     try:
         async with Client(container.server) as client:
             stored = await ok(client, "memory", action="store", content=CONTENT, domain="user")
@@ -53,17 +54,19 @@ async def _write_and_search(home: Path, key: str) -> None:
         container.close()
 
 
-async def test_encrypted_content_is_absent_from_the_file_and_still_found(tmp_path: Path) -> None:
+async def test_encrypted_content_is_absent_from_the_file_and_still_found(
+    tmp_path: Path, backend: Backend
+) -> None:
     key = _key()
-    await _write_and_search(tmp_path, key)
+    await _write_and_search(tmp_path, key, backend)
     raw = _file_bytes(tmp_path)
     for word in (*SECRET_WORDS, "秘密"):
         assert word.encode() not in raw, word
     assert b"mhenc1:" in raw
     with pytest.raises(MemhubError, match="encrypted"):
-        build_container(make_settings(tmp_path, embedder="none"))
+        build_container(make_settings(tmp_path, backend, embedder="none"))
     with pytest.raises(MemhubError, match="key"):
-        build_container(make_settings(tmp_path, embedder="none", encryption_key=_key()))
+        build_container(make_settings(tmp_path, backend, embedder="none", encryption_key=_key()))
 
 
 def _memhub(home: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -76,9 +79,9 @@ def _memhub(home: Path, env: dict[str, str], *args: str) -> subprocess.Completed
     )
 
 
-async def test_rotation_to_a_new_key_and_from_plaintext(tmp_path: Path) -> None:
+async def test_rotation_to_a_new_key_and_from_plaintext(tmp_path: Path, backend: Backend) -> None:
     old, new = _key(), _key()
-    await _write_and_search(tmp_path, old)
+    await _write_and_search(tmp_path, old, backend)
     key_file = tmp_path / "new.key"
     key_file.write_text(_memhub(tmp_path, {}, "encryption", "keygen").stdout.strip() or new)
     done = _memhub(
@@ -86,8 +89,10 @@ async def test_rotation_to_a_new_key_and_from_plaintext(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     with pytest.raises(MemhubError):
-        build_container(make_settings(tmp_path, embedder="none", encryption_key=old))
-    container = build_container(make_settings(tmp_path, embedder="none", encryption_key_file=str(key_file)))
+        build_container(make_settings(tmp_path, backend, embedder="none", encryption_key=old))
+    container = build_container(
+        make_settings(tmp_path, backend, embedder="none", encryption_key_file=str(key_file))
+    )
     try:
         async with Client(container.server) as client:
             found = await ok(client, "memory", action="search", query="quetzalcoatl")
@@ -96,7 +101,7 @@ async def test_rotation_to_a_new_key_and_from_plaintext(tmp_path: Path) -> None:
         container.close()
 
     plain = tmp_path / "plain"
-    container = build_container(make_settings(plain, embedder="none"))
+    container = build_container(make_settings(plain, backend, embedder="none"))
     try:
         async with Client(container.server) as client:
             await ok(client, "memory", action="store", content=CONTENT, domain="user")
@@ -109,9 +114,9 @@ async def test_rotation_to_a_new_key_and_from_plaintext(tmp_path: Path) -> None:
     assert not any(word.encode() in raw for word in SECRET_WORDS)  # old plaintext pages are gone too
 
 
-async def test_active_contexts_are_encrypted_too(tmp_path: Path) -> None:
+async def test_active_contexts_are_encrypted_too(tmp_path: Path, backend: Backend) -> None:
     """pce.memory.activate stores the claims it hands out: that copy is sealed like the items."""
-    container = build_container(make_settings(tmp_path, embedder="none", encryption_key=_key()))
+    container = build_container(make_settings(tmp_path, backend, embedder="none", encryption_key=_key()))
     try:
         async with Client(container.server) as client:
             provenance = {"at": "2025-01-31T12:00:00Z", "note": "from the marmalade runbook"}
@@ -127,15 +132,17 @@ async def test_active_contexts_are_encrypted_too(tmp_path: Path) -> None:
     assert stored and not [body for body in stored if "marmalade" in body or "clm_" in body]
 
 
-def test_a_backup_under_another_key_is_not_restorable(tmp_path: Path) -> None:
-    first = build_container(make_settings(tmp_path / "a", embedder="none", encryption_key=_key()))
-    plain = build_container(make_settings(tmp_path / "c", embedder="none"))
+def test_a_backup_under_another_key_is_not_restorable(tmp_path: Path, backend: Backend) -> None:
+    first = build_container(make_settings(tmp_path / "a", backend, embedder="none", encryption_key=_key()))
+    plain = build_container(make_settings(tmp_path / "c", backend, embedder="none"))
     try:
         with first.runtime.store.transaction(write=True) as tx:
             tx.insert_item(NewItem(kind="memory", owner="alice", scope="user", body="quetzalcoatl"))
         backup = tmp_path / "a.db"
         first.runtime.store.backup_to(backup)  # type: ignore[attr-defined]
-        other = build_container(make_settings(tmp_path / "b", embedder="none", encryption_key=_key()))
+        other = build_container(
+            make_settings(tmp_path / "b", backend, embedder="none", encryption_key=_key())
+        )
         try:
             problems = other.runtime.store.verify_backup(backup)  # type: ignore[attr-defined]
             assert problems and "key" in problems[0]

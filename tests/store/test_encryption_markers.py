@@ -23,6 +23,7 @@ from memhub.store.rows import ItemQuery
 from memhub.store.sqlite.database import SqliteStore
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 SECRET = "s3cret-for-tests"
@@ -125,9 +126,13 @@ async def _write_everything(client: Client, container: Container) -> dict[str, s
     return found
 
 
-async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(tmp_path: Path) -> None:
+async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(
+    tmp_path: Path, backend: Backend
+) -> None:
     key = _key()
-    settings = make_settings(tmp_path, encryption_key=key, agent_memory_secret=SECRET, review_window_s=0)
+    settings = make_settings(
+        tmp_path, backend, encryption_key=key, agent_memory_secret=SECRET, review_window_s=0
+    )
     container = build_container(settings)
     try:
         async with Client(container.server) as client:

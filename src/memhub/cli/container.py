@@ -22,7 +22,7 @@ from memhub.http.sessions import SessionTable
 from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
 from memhub.mcp.toolkit import Toolset
-from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, VectorIndex, make_embedder
+from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, make_embedder, vector_search_for
 from memhub.services.ratelimit import Limit, RateLimiter
 from memhub.services.runtime import Runtime
 from memhub.services.vault.state import VaultState
@@ -55,7 +55,7 @@ class Container:
             values["embedder_ready"] = float(runtime.embedding.ready)
             values["embedder_queue_depth"] = float(runtime.embedding.queue_depth)
         if runtime.search is not None and runtime.search.vectors is not None:
-            values["vectors_indexed"] = float(len(runtime.search.vectors))
+            values["vectors_indexed"] = float(runtime.search.vectors.size())
             values["search_vector_timeouts_total"] = float(runtime.search.vector_timeouts)
         if self.sessions is not None:
             values["http_sessions"] = float(len(self.sessions))
@@ -170,7 +170,7 @@ def build_runtime(settings: Settings, available: Sequence[Toolset] = registry.RE
     embedding = vectors = backfill = None
     if embedder is not None:
         embedding = EmbeddingService(embedder)
-        vectors = VectorIndex(store, embedding.id, embedding.dim)
+        vectors = vector_search_for(store, embedding.id, embedding.dim)
         backfill = VectorBackfill(store, embedding, vectors)
     engine = SearchEngine(store, embedding, vectors)
     runtime = Runtime(

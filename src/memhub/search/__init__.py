@@ -26,6 +26,7 @@ from memhub.search.fusion import (
     normalize_scores,
     reciprocal_rank_fusion,
 )
+from memhub.search.vector_search import VectorSearch, vector_search_for
 from memhub.search.vectors import VectorFeed, VectorIndex
 
 __all__ = [
@@ -43,10 +44,12 @@ __all__ = [
     "VectorBackfill",
     "VectorFeed",
     "VectorIndex",
+    "VectorSearch",
     "available_embedders",
     "fuse",
     "fuse_hits",
     "make_embedder",
     "normalize_scores",
     "reciprocal_rank_fusion",
+    "vector_search_for",
 ]

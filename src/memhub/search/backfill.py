@@ -32,7 +32,7 @@ import numpy as np
 from memhub.core.errors import MemhubError, invalid
 from memhub.search.embedders.base import EmbedderUnavailable
 from memhub.search.embedding import EmbeddingService
-from memhub.search.vectors import VectorIndex
+from memhub.search.vector_search import VectorSearch
 from memhub.store.base import ChangeProbe, Store
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class VectorBackfill:
         self,
         store: Store,
         embedding: EmbeddingService,
-        vectors: VectorIndex | None = None,
+        vectors: VectorSearch | None = None,
         *,
         prefetch: int = 1024,
         on_embedded: OnEmbedded | None = None,

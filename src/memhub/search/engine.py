@@ -1,7 +1,7 @@
 """Hybrid search (BM25 text + vector cosine, fused) and the vector backfill.
 
 `SearchEngine.search` runs the text side (FTS5 through the store's visibility filter) and,
-when the model is ready, the vector side (query embedding, then the in-process index with
+when the model is ready, the vector side (query embedding, then the `VectorSearch` with
 candidates filtered by the same visibility rule), and fuses them. It never waits for a
 model to load: until `EmbeddingService.ready`, results come from text alone. Database and
 numpy work run on worker threads, never on the event loop.
@@ -25,7 +25,7 @@ from memhub.search.backfill import VectorBackfill
 from memhub.search.embedders.base import EmbedderUnavailable, Matrix
 from memhub.search.embedding import EmbeddingService
 from memhub.search.fusion import FUSION_METHODS, FusedHit, FusionMethod, fuse_hits
-from memhub.search.vectors import VectorIndex
+from memhub.search.vector_search import VectorSearch
 from memhub.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class SearchEngine:
         self,
         store: Store,
         embedding: EmbeddingService | None,
-        vectors: VectorIndex | None,
+        vectors: VectorSearch | None,
         *,
         vector_timeout: float = 1.0,
     ) -> None:
@@ -59,6 +59,11 @@ class SearchEngine:
     @property
     def vector_ready(self) -> bool:
         return self.embedding is not None and self.vectors is not None and self.embedding.ready
+
+    def reset_vectors(self) -> None:
+        """Forget the vector index's state; it reloads on the next search (after a restore)."""
+        if self.vectors is not None:
+            self.vectors.reset()
 
     async def warm(self) -> None:
         """Load the vector index now (the first refresh reads every vector) instead of on first search."""
@@ -99,13 +104,12 @@ class SearchEngine:
             nonlocal text_hits
             text_hits = await self._text_hits(viewer, query, kinds, project_id, k_txt, split_cjk)
 
-        async def vector_side(embedding: EmbeddingService, vectors: VectorIndex) -> None:
+        async def vector_side(embedding: EmbeddingService, vectors: VectorSearch) -> None:
             nonlocal vector_hits
             vector_hits = await self._vector_hits(embedding, vectors, viewer, query, kinds, project_id, k_vec)
 
         wants_vectors = k_vec > 0 and not (linear and alpha == 0.0)
-        # `is not None`, not truthiness: an empty VectorIndex is falsy
-        # (not `len(vectors) > 0`: an index another process filled is only read by the search)
+        # not `vectors.size() > 0`: an index another process filled is only read by the search
         with_vectors = wants_vectors and embedding is not None and vectors is not None and embedding.ready
         async with anyio.create_task_group() as group:
             if k_txt > 0 and not (linear and alpha == 1.0):
@@ -141,7 +145,7 @@ class SearchEngine:
     async def _vector_hits(
         self,
         embedding: EmbeddingService,
-        vectors: VectorIndex,
+        vectors: VectorSearch,
         viewer: Viewer,
         query: str,
         kinds: tuple[str, ...],
@@ -181,7 +185,7 @@ class SearchEngine:
 
     def _search_index(
         self,
-        index: VectorIndex,
+        index: VectorSearch,
         query_vec: Matrix,
         viewer: Viewer,
         kinds: tuple[str, ...],

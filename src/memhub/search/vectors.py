@@ -21,18 +21,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from memhub.search.sketch import Projection
+from memhub.search.vector_search import Allowed
 from memhub.store.base import VectorChange
 
 log = logging.getLogger(__name__)
-
-Allowed = Callable[[list[int]], set[int]]
 
 APPROX_MIN = 30_000  # rows before searches take the sketch pass
 SKETCH_DIMS = 128
@@ -47,6 +46,8 @@ class VectorFeed(Protocol):
 
 
 class VectorIndex:
+    """The numpy `VectorSearch` (search/vector_search.py) of the embedded SQLite store."""
+
     def __init__(
         self,
         feed: VectorFeed,
@@ -83,6 +84,9 @@ class VectorIndex:
         self._refresh_lock = threading.Lock()
 
     def __len__(self) -> int:
+        return self._count
+
+    def size(self) -> int:
         return self._count
 
     def __contains__(self, item_id: object) -> bool:

@@ -159,8 +159,8 @@ async def restore(runtime: Runtime, path: Path, *, apply: bool) -> RestoreResult
         return RestoreResult(path, False)
     await runtime.in_thread(runtime.deferred.flush)  # the current file's pending events first
     await runtime.in_thread(lambda: store.restore_from(path))
-    if runtime.search is not None and runtime.search.vectors is not None:
-        await runtime.in_thread(runtime.search.vectors.reset)
+    if runtime.search is not None:
+        await runtime.in_thread(runtime.search.reset_vectors)
     if runtime.backfill is not None:
         runtime.backfill.reset()
     return RestoreResult(path, True)

@@ -5,8 +5,9 @@ call changes nothing. `Tx` is the union of six narrow protocols (items, people, 
 vectors, audit, maintenance); code that needs one concern may ask for just that one.
 
 Every read of items takes a `Viewer` and applies the backend's single visibility filter
-(scope, project membership, session, owner, boundary class, expiry). `tests/store/` holds the
-contract tests: a second backend joins them by adding one parameter to the `store` fixture.
+(scope, project membership, session, owner, boundary class, expiry), written once for every
+SQL backend in `store/sql/`. `tests/store/` holds the contract tests: a second backend joins
+them with one entry in `tests/store/backends.py`.
 
 `Store` hands out transactions and the change feeds the in-process indexes follow. What only
 a file-backed store can do (backups, integrity checks, file size, a change probe) are
@@ -279,6 +280,7 @@ class Store(Protocol):
     """A database: hands out transactions and the change feeds the in-process indexes follow."""
 
     location: str
+    backend: str  # "sqlite", ...: picks the implementations that suit it (vector search)
 
     def transaction(self, *, write: bool) -> AbstractContextManager[Tx]:
         """A read transaction sees one snapshot and never waits for writers; a write

@@ -14,6 +14,7 @@ from mcp import Client
 from memhub.cli.container import Container, build_container
 from tests.conftest import make_settings
 from tests.helpers import error, ok
+from tests.store.backends import Backend
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "vault"
 DESIGN = "projects/memhub/設計方針.md"
@@ -44,9 +45,9 @@ def sample_vault(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def env(tmp_path: Path) -> AsyncIterator[VaultEnv]:
+async def env(tmp_path: Path, backend: Backend) -> AsyncIterator[VaultEnv]:
     root = sample_vault(tmp_path)
-    container = build_container(make_settings(tmp_path, vault=root, toolsets=("vault",)))
+    container = build_container(make_settings(tmp_path, backend, vault=root, toolsets=("vault",)))
     async with Client(container.server) as client:
         yield VaultEnv(root, container, client)
     container.close()

@@ -10,14 +10,15 @@ from mcp import Client
 
 from tests.helpers import error, ok, stdio_params
 from tests.mcp.vault.conftest import DESIGN, sample_vault
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_vault_flow_over_stdio(tmp_path: Path) -> None:
+async def test_vault_flow_over_stdio(tmp_path: Path, backend: Backend) -> None:
     root = sample_vault(tmp_path)
     (root / "redos.md").write_text("a" * 40 + "b\n", encoding="utf-8")
-    params = stdio_params(tmp_path / "m.db", "alice", "--toolsets", "vault", "--vault", str(root))
+    params = stdio_params(backend.url(tmp_path, "m.db"), "alice", "--toolsets", "vault", "--vault", str(root))
     async with Client(params) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert len(names) == 10 and "artifact_audit" in names
@@ -48,8 +49,8 @@ async def test_vault_flow_over_stdio(tmp_path: Path) -> None:
     assert not (tmp_path / "out.md").exists()
 
 
-async def test_the_vault_defaults_to_home(tmp_path: Path) -> None:
-    params = stdio_params(tmp_path / "m.db", "alice", "--toolsets", "vault")
+async def test_the_vault_defaults_to_home(tmp_path: Path, backend: Backend) -> None:
+    params = stdio_params(backend.url(tmp_path, "m.db"), "alice", "--toolsets", "vault")
     params.args = ["--home", str(tmp_path), *params.args]
     async with Client(params) as client:
         assert (await ok(client, "vault_ls"))["entries"] == []

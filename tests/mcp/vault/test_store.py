@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from memhub.store.base import EventRow, ItemQuery
 from tests.conftest import make_settings
 from tests.helpers import error, ok
 from tests.mcp.vault.conftest import DESIGN, VaultEnv, sample_vault
+from tests.store.backends import Backend, rows
 
 pytestmark = pytest.mark.anyio
 OPS = "projects/memhub/運用メモ.md"
@@ -80,9 +80,11 @@ async def test_edits_outside_memhub_reach_the_store(env: VaultEnv) -> None:
     assert (await _search(env, "量子もつれ"))[0]["path"] == "日記/新しいメモ.md"
 
 
-async def test_notes_deleted_while_memhub_was_stopped_leave_the_store(tmp_path: Path) -> None:
+async def test_notes_deleted_while_memhub_was_stopped_leave_the_store(
+    tmp_path: Path, backend: Backend
+) -> None:
     root = sample_vault(tmp_path)
-    settings = make_settings(tmp_path, vault=root, toolsets=("vault",))
+    settings = make_settings(tmp_path, backend, vault=root, toolsets=("vault",))
     for step in range(2):
         container = build_container(settings)
         async with Client(container.server) as client:
@@ -200,10 +202,8 @@ def _wiki_edges(env: VaultEnv) -> set[tuple[str, int, str, int]]:
         "SELECT s.attrs, d.attrs FROM links l JOIN items s ON s.id = l.src JOIN items d ON d.id = l.dst"
         " WHERE l.type = 'wiki_link'"
     )
-    with sqlite3.connect(env.container.settings.db_path) as conn:
-        rows = conn.execute(query).fetchall()
     edges = set()
-    for src, dst in rows:
+    for src, dst in rows(env.container.settings.db_url, query):
         a, b = json.loads(src), json.loads(dst)
         edges.add((a["path"], a["lines"][0], b["path"], b["lines"][0]))
     return edges

@@ -11,6 +11,7 @@ from mcp import Client
 from memhub.cli.container import build_container
 from tests.conftest import make_settings
 from tests.helpers import ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -19,11 +20,11 @@ NOTE = (
 )
 
 
-async def test_semantic_search_finds_vault_notes(tmp_path: Path) -> None:
+async def test_semantic_search_finds_vault_notes(tmp_path: Path, backend: Backend) -> None:
     vault = tmp_path / "vault"
     (vault / "ops").mkdir(parents=True)
     (vault / "ops" / "deploys.md").write_text(NOTE, encoding="utf-8")
-    container = build_container(make_settings(tmp_path, vault=vault))
+    container = build_container(make_settings(tmp_path, backend, vault=vault))
     try:
         async with Client(container.server) as client:
             await ok(client, "vault_ls", relative_dir="ops")  # any vault call syncs the store index

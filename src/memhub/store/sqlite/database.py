@@ -1,9 +1,17 @@
 """The embedded SQLite store: one file, WAL, busy timeout, `BEGIN IMMEDIATE` writes.
 
-One connection per process, used from worker threads one transaction at a time (a lock
-serialises them). Several processes may share the file: SQLite's own locking orders their
-writes, `busy_timeout` makes a writer wait instead of failing, and the in-process indexes
-follow other processes' writes through `vector_log`.
+Connections, as datasette's `Database` keeps them: one writer connection per process, used by
+one write transaction at a time (a lock orders them, `BEGIN IMMEDIATE` takes the file's
+writer lock), and one read connection per thread (`query_only`), opened on the thread's
+first read. In WAL mode a reader never waits for a writer, and each read transaction sees
+everything committed before it began, by this process or another: a read right after a
+write of the same process sees it. Every connection gets the `mh_plain` function
+(encryption.register). Readers of threads that have ended are closed when the next reader
+is opened; `close()` closes the writer and every reader.
+
+Several processes may share the file: SQLite's own locking orders their writes,
+`busy_timeout` makes a writer wait instead of failing, and the in-process indexes follow
+other processes' writes through `vector_log`.
 """
 
 from __future__ import annotations
@@ -28,6 +36,14 @@ from memhub.store.sqlite.tx import SqliteTx
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+_PRAGMAS = (
+    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+    "PRAGMA synchronous = NORMAL",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA temp_store = MEMORY",
+)
+WRITER_CACHE_KIB = 32_000
+READER_CACHE_KIB = 16_000  # per thread that reads: a bound, filled only as pages are read
 _EXCLUDABLE = {  # base.BACKUP_PARTS, removed from a backup copy
     "memories": "DELETE FROM items WHERE kind = 'memory'",
     "associations": "DELETE FROM links WHERE type = 'association'",
@@ -61,6 +77,8 @@ def _statements(script: str) -> Iterator[str]:
 
 
 class SqliteStore:
+    backend = "sqlite"
+
     def __init__(self, path: str | Path, *, clock: Clock | None = None, keys: Sequence[bytes] = ()) -> None:
         """`keys`: content encryption (store/crypto.py); the first encrypts, all decrypt."""
         self.path = Path(path)
@@ -69,23 +87,48 @@ class SqliteStore:
         self.location = str(self.path)
         self.clock: Clock = clock or SystemClock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the writer connection: one write transaction at a time
         self._checked: tuple[float, bool] | None = None  # (monotonic time, result) of the last quick_check
-        self._conn = sqlite3.connect(
+        self._local = threading.local()  # .conn: this thread's reader
+        self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+        self._conn = self._connect(read=False)
+        self._conn.execute("PRAGMA journal_mode = WAL")  # stored in the file: every connection uses it
+        self._migrate()
+        encryption.check_key(self._conn, self.cipher)
+
+    def _connect(self, *, read: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
-        self._conn.row_factory = sqlite3.Row
-        for pragma in (
-            f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
-            "PRAGMA journal_mode = WAL",
-            "PRAGMA synchronous = NORMAL",
-            "PRAGMA foreign_keys = ON",
-            "PRAGMA temp_store = MEMORY",
-            "PRAGMA cache_size = -32000",
-        ):
-            self._conn.execute(pragma)
-        self._migrate()
-        encryption.install(self._conn, self.cipher)
+        conn.row_factory = sqlite3.Row
+        for pragma in _PRAGMAS:
+            conn.execute(pragma)
+        conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB if read else WRITER_CACHE_KIB}")
+        if read:
+            conn.execute("PRAGMA query_only = ON")
+        encryption.register(conn, lambda: self.cipher)
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection (opened on its first read)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        with self._readers_lock:
+            if self._closed:
+                raise MemhubError(ErrorKind.STORAGE, "the store is closed")
+            for thread, other in [entry for entry in self._readers if not entry[0].is_alive()]:
+                other.close()  # its thread has ended: nothing uses it any more
+                self._readers.remove((thread, other))
+            try:
+                conn = self._connect(read=True)
+            except sqlite3.Error as exc:
+                raise _storage_error(exc) from exc
+            self._readers.append((threading.current_thread(), conn))
+        self._local.conn = conn
+        return conn
 
     # -- schema -------------------------------------------------------------------------
 
@@ -115,49 +158,45 @@ class SqliteStore:
                 raise
 
     def schema_version(self) -> int:
-        with self._lock:
-            row = self._conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        row = self._reader().execute("SELECT max(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
 
     # -- transactions -------------------------------------------------------------------
 
     @contextmanager
     def transaction(self, *, write: bool) -> Iterator[SqliteTx]:
-        """One transaction: committed when the block ends, rolled back if it raises."""
-        with self._lock:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            except sqlite3.Error as exc:
-                raise _storage_error(exc) from exc
-            try:
-                yield SqliteTx(conn, isoformat(self.clock.now()), write=write, cipher=self.cipher)
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                _rollback(conn)
-                raise _storage_error(exc) from exc
-            except BaseException:
-                _rollback(conn)
-                raise
+        """One transaction: committed when the block ends, rolled back if it raises. A write
+        runs on the writer connection (one at a time); a read on this thread's reader, without
+        waiting for any write."""
+        if not write:
+            with _transaction(self._reader(), "BEGIN") as conn:
+                yield SqliteTx(conn, isoformat(self.clock.now()), write=False, cipher=self.cipher)
+            return
+        with self._lock, _transaction(self._conn, "BEGIN IMMEDIATE") as conn:
+            yield SqliteTx(conn, isoformat(self.clock.now()), write=True, cipher=self.cipher)
 
     # -- change feeds and maintenance ---------------------------------------------------
 
     def data_version(self) -> int:
-        """Changes when another connection commits: a cheap "anything new?" probe."""
+        """Changes when another process commits: a cheap "anything new?" probe (asked of the
+        writer connection, so this process's own writes do not count)."""
         with self._lock:
             return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
         """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water mark."""
-        with self._lock:
-            rows = self._conn.execute(
+        rows = (
+            self._reader()
+            .execute(
                 "SELECT l.seq, l.item_id, l.op, v.vec FROM vector_log l"
                 " JOIN (SELECT item_id, max(seq) AS seq FROM vector_log"
                 "       WHERE embedder = ? AND seq > ? GROUP BY item_id) last ON last.seq = l.seq"
                 " LEFT JOIN vectors v ON v.item_id = l.item_id AND v.embedder = l.embedder"
                 " ORDER BY l.seq",
                 (embedder, after_seq),
-            ).fetchall()
+            )
+            .fetchall()
+        )
         changes = [
             VectorChange(row["seq"], row["item_id"], row["vec"] if row["op"] == "put" else None)
             for row in rows
@@ -167,17 +206,19 @@ class SqliteStore:
 
     def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]:
         """Items whose vector from `embedder` was deleted after `after_seq`, and the new high-water mark."""
-        with self._lock:
-            rows = self._conn.execute(
+        rows = (
+            self._reader()
+            .execute(
                 "SELECT seq, item_id, op FROM vector_log WHERE embedder = ? AND seq > ? ORDER BY seq",
                 (embedder, after_seq),
-            ).fetchall()
+            )
+            .fetchall()
+        )
         high = rows[-1][0] if rows else after_seq
         return high, sorted({r[1] for r in rows if r[2] == "del"})
 
     def iter_events(self) -> Iterator[EventRow]:
-        with self._lock:
-            rows = self._conn.execute("SELECT * FROM events ORDER BY id").fetchall()
+        rows = self._reader().execute("SELECT * FROM events ORDER BY id").fetchall()
         for row in rows:
             yield EventRow(
                 row["id"],
@@ -207,14 +248,13 @@ class SqliteStore:
         return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
     def quick_check(self, max_age_s: float = 0.0) -> bool:
-        """PRAGMA quick_check (reads the whole file: ~1 s per 500 MB, holding the connection).
+        """PRAGMA quick_check (reads the whole file: ~1 s per 500 MB, on this thread's reader).
         A result younger than `max_age_s` is answered again instead, so a health endpoint polled
         every second does not stall the store."""
         now = time.monotonic()
         if self._checked is not None and now - self._checked[0] < max_age_s:
             return self._checked[1]
-        with self._lock:
-            ok = bool(self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+        ok = bool(self._reader().execute("PRAGMA quick_check").fetchone()[0] == "ok")
         self._checked = (time.monotonic(), ok)
         return ok
 
@@ -238,8 +278,7 @@ class SqliteStore:
             raise ValueError(f"cannot leave out {sorted(unknown)}")
         destination = sqlite3.connect(target)
         try:
-            with self._lock:
-                self._conn.backup(destination)
+            self._reader().backup(destination)  # one step: one read snapshot, writers go on
             if exclude:
                 destination.execute("PRAGMA foreign_keys = ON")
                 with destination:
@@ -302,8 +341,30 @@ class SqliteStore:
         return []
 
     def close(self) -> None:
-        with self._lock:
+        """Close the writer and every reader (after the write under way, if any)."""
+        with self._lock, self._readers_lock:
+            self._closed = True
+            for _, conn in self._readers:
+                conn.close()
+            self._readers.clear()
             self._conn.close()
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
+    try:
+        conn.execute(begin)
+    except sqlite3.Error as exc:
+        raise _storage_error(exc) from exc
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        _rollback(conn)
+        raise _storage_error(exc) from exc
+    except BaseException:
+        _rollback(conn)
+        raise
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -1,7 +1,7 @@
-"""The SQLite side of content encryption (store/crypto.py): the connection's `mh_plain` function,
+"""The SQLite side of content encryption (store/crypto.py): the connections' `mh_plain` function,
 the start-up key check, and key rotation.
 
-With a cipher the connection runs `PRAGMA secure_delete = ON`, so text that is overwritten or
+With a cipher the writer connection runs `PRAGMA secure_delete = ON`, so text that is overwritten or
 deleted (plaintext from before encryption, ciphertext of an old key) is zeroed in the file
 rather than left in free pages; rotation ends with VACUUM and a WAL truncation for the same
 reason.
@@ -10,6 +10,7 @@ reason.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.crypto import PREFIX, ContentCipher
@@ -20,13 +21,20 @@ BATCH = 1_000
 _ENCRYPTED = f"substr(body, 1, {len(PREFIX)}) = '{PREFIX}'"
 
 
-def install(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
-    """Register `mh_plain(text)` (substring search over encrypted text) and check the key."""
+def register(conn: sqlite3.Connection, cipher_of: Callable[[], ContentCipher | None]) -> None:
+    """Register `mh_plain(text)` (substring search over encrypted text) on a connection. The
+    cipher is looked up on every call, so a connection opened before a key rotation decrypts
+    with the new key after it; every connection of a store (the writer and each reader) gets it."""
 
     def plain(value: str | None) -> str | None:
+        cipher = cipher_of()
         return cipher.decrypt(value, "norm_text") if cipher is not None else value
 
     conn.create_function("mh_plain", 1, plain, deterministic=True)
+
+
+def check_key(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
+    """Refuse a store whose text this key cannot read (or plaintext given a key), at start-up."""
     row = conn.execute(f"SELECT body FROM items WHERE {_ENCRYPTED} LIMIT 1").fetchone()
     if row is None:  # no item yet: project names are sealed too
         row = conn.execute(
@@ -90,7 +98,7 @@ def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | N
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    install(conn, new)
+    check_key(conn, new)
     conn.execute("VACUUM")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return done

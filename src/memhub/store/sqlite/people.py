@@ -11,11 +11,10 @@ from memhub.core.errors import not_found
 from memhub.core.models import ProjectRole
 from memhub.store.base import MemberRow, PrincipalRow, ProjectRow, SessionRow
 from memhub.store.crypto import ContentCipher
+from memhub.store.sql import SQLITE
 from memhub.store.sqlite.sealing import seal, seal_json, unseal
 
-
-def placeholders(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
+placeholders = SQLITE.placeholders  # "?, ?, …" for as many values
 
 
 def project_from_row(row: sqlite3.Row, cipher: ContentCipher | None = None) -> ProjectRow:

@@ -22,14 +22,13 @@ from memhub.store.base import (
     NewItem,
 )
 from memhub.store.crypto import ContentCipher
+from memhub.store.sql import SQLITE, item_where, visible
 from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.pce import PceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
 from memhub.store.sqlite.sealing import seal, seal_json, unseal
-from memhub.store.sqlite.visibility import visible
 
-FREQUENT_TAG_ROWS = 2_000
 ID_CHUNK = 500  # ids per `IN (...)` list: SQLite bounds the number of parameters
 
 
@@ -191,7 +190,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         )
 
     def get_item(self, viewer: Viewer, item_id: int, kinds: Sequence[str] = ()) -> ItemRow | None:
-        cond, params = visible(viewer)
+        cond, params = visible(viewer, "i", SQLITE)
         sql = f"SELECT i.* FROM items i WHERE i.id = ? AND {cond}"
         args: list[Any] = [item_id, *params]
         if kinds:
@@ -201,79 +200,14 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         return self._item(row) if row else None
 
     def _where(self, viewer: Viewer, query: ItemQuery) -> tuple[str, list[Any]]:
-        cond, args = visible(viewer)
-        where = [cond]
-        if query.kinds:
-            # a content hash names a row or two: keep the planner on its index (the `+` stops it
-            # from walking every row of the kind, ~100 ms at 100k claims)
-            plus = "+" if query.content_hash is not None else ""
-            where.append(f"{plus}i.kind IN ({placeholders(query.kinds)})")
-            args.extend(query.kinds)
-        if query.project_id is not None:
-            where.append("i.project_id = ?")
-            args.append(query.project_id)
-        if query.top_level:
-            where.append("i.parent_id IS NULL")
-        elif query.parent_id is not None:
-            where.append("i.parent_id = ?")
-            args.append(query.parent_id)
-        if query.min_id is not None:
-            where.append("i.id >= ?")
-            args.append(query.min_id)
-        for term in query.contains:
-            column = "mh_plain(i.norm_text)" if self.cipher is not None else "i.norm_text"
-            where.append(f"instr({column}, ?) > 0")
-            args.append(term)
-        if query.with_child_kind:
-            where.append("EXISTS (SELECT 1 FROM items c WHERE c.parent_id = i.id AND c.kind = ?)")
-            args.append(query.with_child_kind)
-        if query.without_child_kind:
-            where.append("NOT EXISTS (SELECT 1 FROM items c WHERE c.parent_id = i.id AND c.kind = ?)")
-            args.append(query.without_child_kind)
-        for column, values in (
-            ("scope", query.scopes),
-            ("category", self._fixed(query.categories, "category")),
-            ("project_id", query.project_ids),
-        ):
-            if values:
-                where.append(f"i.{column} IN ({placeholders(values)})")
-                args.extend(values)
-        if query.ids is not None:
-            where.append(f"i.id IN ({placeholders(query.ids) or 'NULL'})")
-            args.extend(query.ids)
-        for column, op, value in (
-            ("session_id", "=", query.session_id),
-            ("owner", "=", query.owner),
-            ("importance", ">=", query.importance_min),
-            ("importance", "<=", query.importance_max),
-            ("created_at", ">=", query.created_from),
-            ("created_at", "<=", query.created_to),
-        ):
-            if value is not None:
-                where.append(f"i.{column} {op} ?")
-                args.append(value)
-        if query.tags_any:
-            # A frequent tag: walk items in id order and stop at the limit (`+` keeps the planner
-            # from looking up every tagged id and sorting them); a rare tag: look its ids up.
-            tags_any = self._fixed(query.tags_any, "tag")
-            frequent = self._tag_rows(tags_any) > FREQUENT_TAG_ROWS
-            tagged = f"SELECT item_id FROM item_tags WHERE tag IN ({placeholders(tags_any)})"
-            where.append(f"{'+' if frequent else ''}i.id IN ({tagged})")
-            args.extend(tags_any)
-        if query.tags_all:
-            where.append(
-                f"i.id IN (SELECT item_id FROM item_tags WHERE tag IN ({placeholders(query.tags_all)})"
-                " GROUP BY item_id HAVING count(*) = ?)"
-            )
-            args.extend([*self._fixed(query.tags_all, "tag"), len(set(query.tags_all))])
-        if query.content_hash is not None:
-            where.append("i.content_hash = ?")
-            args.append(query.content_hash)
-        if query.scope_projects is not None:
-            listed = placeholders(query.scope_projects) or "NULL"
-            where.append(f"(i.scope != 'project' OR i.project_id IN ({listed}))")
-            args.extend(query.scope_projects)
-        return " AND ".join(where), args
+        return item_where(
+            viewer,
+            query,
+            SQLITE,
+            encrypted=self.cipher is not None,
+            tag_rows=self._tag_rows,
+            sealed=self._fixed,
+        )
 
     def _fixed(self, values: Sequence[str], aad: str) -> list[str]:
         """Values of a deterministically sealed column as stored (store/sqlite/sealing.py)."""
@@ -383,7 +317,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
 
     def subtree(self, viewer: Viewer, root_id: int, kind: str, limit: int) -> list[ItemRow]:
         """`root_id` and its descendants of `kind`, breadth first, at most `limit` items."""
-        cond, params = visible(viewer)
+        cond, params = visible(viewer, "i", SQLITE)
         rows = self.conn.execute(
             "WITH RECURSIVE tree(id, depth) AS ("
             "  SELECT id, 0 FROM items WHERE id = ? AND kind = ?"
@@ -447,14 +381,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         self, viewer: Viewer, ids: Sequence[int], kinds: Sequence[str], project_id: int | None
     ) -> set[int]:
         """The subset of `ids` the viewer may read (vector and keyword candidates); any number."""
-        cond, params = visible(viewer)
-        where, args = cond, list(params)
-        if kinds:
-            where += f" AND i.kind IN ({placeholders(kinds)})"
-            args.extend(kinds)
-        if project_id is not None:
-            where += " AND i.project_id = ?"
-            args.append(project_id)
+        where, args = self._where(viewer, ItemQuery(kinds=tuple(kinds), project_id=project_id))
         found: set[int] = set()
         for chunk in _chunks(ids):
             sql = f"SELECT i.id FROM items i WHERE i.id IN ({placeholders(chunk)}) AND {where}"

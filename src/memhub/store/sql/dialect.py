@@ -1,0 +1,63 @@
+"""What differs between SQL backends in the statements memhub shares, and nothing else.
+
+A `Dialect` is data plus a few tiny functions: the parameter placeholder, the literal for
+"no row", a substring test, the function that reads encrypted text (SQLite registers
+`mh_plain` on every connection; a backend without one cannot filter encrypted text in SQL),
+and planner hints (SQLite's unary `+` keeps its planner off an index; PostgreSQL has no such
+hint, so it is a no-op there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    name: str
+    param: str  # one bound parameter: "?" (sqlite3) or "%s" (psycopg)
+    false: str  # a condition no row satisfies
+    position_function: str  # (haystack, needle) -> 1-based position, 0 when absent
+    plain_function: str | None  # decrypts a stored text column inside SQL (None: not available)
+    no_index_hint: str  # prefix that keeps the planner from using an index on an expression
+
+    def placeholders(self, values: Iterable[Any]) -> str:
+        """`?, ?, ?` for as many values (empty for none: the caller decides what that means)."""
+        return ", ".join(self.param for _ in values)
+
+    def contains(self, column: str) -> str:
+        """`column` contains the next parameter as a substring."""
+        return f"{self.position_function}({column}, {self.param}) > 0"
+
+    def plain(self, column: str, *, encrypted: bool) -> str:
+        """`column` as plaintext: itself, or decrypted by the connection's function."""
+        if not encrypted:
+            return column
+        if self.plain_function is None:
+            raise ValueError(f"{self.name} cannot search encrypted text")
+        return f"{self.plain_function}({column})"
+
+    def unindexed(self, expression: str, *, when: bool = True) -> str:
+        """`expression`, with the hint that keeps the planner from driving the query by its index."""
+        return f"{self.no_index_hint}{expression}" if when else expression
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    param="?",
+    false="0",
+    position_function="instr",
+    plain_function="mh_plain",
+    no_index_hint="+",
+)
+
+POSTGRESQL = Dialect(
+    name="postgresql",
+    param="%s",
+    false="FALSE",
+    position_function="strpos",
+    plain_function=None,
+    no_index_hint="",
+)
