@@ -14,7 +14,7 @@ SCHEMES = ("sqlite", "postgresql")
 
 def open_store(url: str | Path, *, clock: Clock | None = None, keys: Sequence[bytes] = ()) -> Store:
     """A store for `url`: a file path or `sqlite:///path` opens the embedded SQLite backend;
-    `postgresql://…` names the scale-out backend (not built yet: a clear error, not a guess).
+    `postgresql://…` opens the scale-out PostgreSQL backend (store/postgres/).
     `keys` turn on content encryption (store/crypto.py): the first encrypts, all decrypt."""
     text = str(url)
     scheme, sep, rest = text.partition("://")
@@ -29,8 +29,12 @@ def open_store(url: str | Path, *, clock: Clock | None = None, keys: Sequence[by
             raise ValueError("a SQLite location needs a file path")
         return SqliteStore(Path(rest).expanduser(), clock=clock, keys=keys)
     if scheme in ("postgresql", "postgres"):
-        raise MemhubError(
-            ErrorKind.UNAVAILABLE,
-            "the PostgreSQL backend is not available in this version; use a SQLite file (--db PATH)",
-        )
+        try:
+            from memhub.store.postgres import PostgresStore
+        except ImportError:
+            raise MemhubError(
+                ErrorKind.UNAVAILABLE,
+                "the PostgreSQL backend needs psycopg: install memhub with its `postgres` extra",
+            ) from None
+        return PostgresStore(text, clock=clock, keys=keys)
     raise ValueError(f"unknown database scheme {scheme!r}; expected a path or one of {', '.join(SCHEMES)}://")
