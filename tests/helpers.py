@@ -21,7 +21,7 @@ from tests.store.backends import rows, selected
 
 REPO = Path(__file__).resolve().parents[1]
 MEMHUB = str(Path(sys.executable).with_name("memhub"))
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("MEMHUB_SHARED") or REPO.parent / "shared")  # the seeds and tools
 
 FTS_TRICKS = ['"', "*", "NEAR(", "OR", 'a" OR "b', "AND NOT", "-x", "col:val", "^start", "(((", "'", "%_"]
 
@@ -67,7 +67,13 @@ def stdio_params(db: str | Path, user: str = "alice", *extra: str) -> StdioServe
     return StdioServerParameters(
         command=MEMHUB,
         args=["--db", str(db), "--user", user, "--project", "demo", "serve", "--transport", "stdio", *extra],
-        env={"MEMHUB_EMBEDDER": "none", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+        # PYTHONPATH: the server imports this checkout's source, whichever one the venv installed
+        env={
+            "MEMHUB_EMBEDDER": "none",
+            "OMP_NUM_THREADS": "1",
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(REPO / "src"),
+        },
     )
 
 
@@ -141,7 +147,7 @@ def http_server(
 
 async def check_bad_inputs(client: Any, db: str | Path, project_id: int, topic_id: int) -> None:
     """Every discussion tool's bad-input table through `client`: the seed's code, nothing written."""
-    from tests.mcp.test_discussion import _bad_inputs
+    from tests.services.discussion.test_tools import _bad_inputs
 
     before = counts(db)
     for tool, arguments, code in _bad_inputs(project_id, topic_id):

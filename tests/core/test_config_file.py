@@ -74,3 +74,17 @@ def test_mistakes_are_errors(tmp_path: Path, data: dict[str, object]) -> None:
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError):
         load_settings({}, {"config": str(path), "user": "u"}, tmp_path)
+
+
+def test_an_empty_backup_time_turns_the_daily_backup_off(tmp_path: Path) -> None:
+    path = tmp_path / "memhub.toml"
+    path.write_text('[memhub]\nbackup_time = "04:30"\n')
+    assert load_settings({}, {"user": "u"}, tmp_path).backup_time == "03:00"  # the default
+    assert load_settings({"MEMHUB_BACKUP_TIME": ""}, {"user": "u"}, tmp_path).backup_time == ""
+    env = {"MEMHUB_CONFIG": str(path), "MEMHUB_BACKUP_TIME": ""}
+    assert load_settings(env, {"user": "u"}, tmp_path).backup_time == ""  # the environment wins
+    # other settings keep treating an empty variable as unset
+    assert (
+        load_settings({"MEMHUB_BACKUP_KEEP": "", "MEMHUB_TRANSPORT": ""}, {"user": "u"}, tmp_path).backup_keep
+        == 7
+    )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import select
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import anyio
@@ -47,11 +49,31 @@ async def test_discussion_flow_over_stdio(tmp_path: Path, backend: Backend) -> N
         assert counts(db) == before
 
 
+_PENDING: weakref.WeakKeyDictionary[subprocess.Popen[bytes], bytes] = weakref.WeakKeyDictionary()
+
+
 def _readline(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> bytes:
+    """The server's next stdout line, within `timeout`. Reads the pipe itself: `select` on a
+    buffered reader misses a line already in its buffer when two replies arrive in one chunk."""
     assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    assert ready, "server did not answer in time"
-    return proc.stdout.readline()
+    fd, pending = proc.stdout.fileno(), _PENDING.get(proc, b"")
+    deadline = time.monotonic() + timeout
+    while b"\n" not in pending:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, "server did not answer in time"
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        pending += chunk
+    line, newline, rest = pending.partition(b"\n")
+    _PENDING[proc] = rest
+    return line + newline
+
+
+def _rest(proc: subprocess.Popen[bytes]) -> bytes:
+    """What the server wrote after the lines `_readline` returned, to its end."""
+    assert proc.stdout is not None
+    return _PENDING.pop(proc, b"") + proc.stdout.read()
 
 
 INIT = (
@@ -86,7 +108,7 @@ def test_stdout_carries_only_json_rpc(tmp_path: Path, backend: Backend) -> None:
     assert second["id"] == 2 and second["result"]["isError"] is True
     assert "structuredContent" not in second["result"]  # an error body does not match the outputSchema
     assert json.loads(second["result"]["content"][0]["text"])["error"]["code"] == "NOT_FOUND"
-    assert proc.stdout is not None and proc.stdout.read().strip() == b""
+    assert _rest(proc).strip() == b""
     assert proc.stderr is not None and proc.stderr.read()  # the DEBUG logs went to stderr
 
 

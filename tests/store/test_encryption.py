@@ -158,3 +158,62 @@ def test_a_backup_under_another_key_is_not_restorable(tmp_path: Path, backend: B
     finally:
         first.close()
         plain.close()
+
+
+def _rotations(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return [r[0] for r in conn.execute("SELECT detail FROM events WHERE tool = 'cli.encryption.rotate'")]
+
+
+def _encrypted(db: Path) -> bool:
+    with sqlite3.connect(db) as conn:
+        return bool(conn.execute("SELECT body LIKE 'mhenc1:%' FROM items LIMIT 1").fetchone()[0])
+
+
+def test_rotation_and_its_audit_event_commit_together(
+    tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`encryption rotate` writes its audit event in the rotation's own transaction: a crash
+    right after the commit keeps both, a failure before it leaves neither."""
+    from memhub.cli.main import main
+    from memhub.store.sqlite import encryption
+    from memhub.store.sqlite.tx import SqliteTx
+
+    container = build_container(make_settings(tmp_path, backend, embedder="none"))
+    try:
+        with container.runtime.store.transaction(write=True) as tx:
+            tx.insert_item(NewItem(kind="memory", owner="alice", scope="user", body=CONTENT))
+    finally:
+        container.close()
+    db, key_file = tmp_path / "memhub.db", tmp_path / "new.key"
+    key = _key()
+    key_file.write_text(key)
+    monkeypatch.setenv("MEMHUB_EMBEDDER", "none")
+    rotate = ["--home", str(tmp_path), "encryption", "rotate", "--new-key-file", str(key_file)]
+
+    def fail_before_commit(self: SqliteTx, batch: int = 2_000) -> int:
+        raise RuntimeError("killed before the commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SqliteTx, "reindex_text", fail_before_commit)
+        with pytest.raises(RuntimeError, match="before the commit"):
+            main(rotate)
+    assert not _encrypted(db) and _rotations(db) == []
+
+    real_check_key = encryption.check_key
+
+    def crash_after_commit(conn: sqlite3.Connection, cipher: object) -> None:
+        if cipher is not None:  # rotate's first step after its commit
+            raise RuntimeError("killed after the commit")
+        real_check_key(conn, None)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(encryption, "check_key", crash_after_commit)
+        with pytest.raises(RuntimeError, match="after the commit"):
+            main(rotate)
+    assert _encrypted(db)
+    assert len(_rotations(db)) == 1 and '"encrypted": true' in _rotations(db)[0]
+    monkeypatch.setenv("MEMHUB_ENCRYPTION_KEY", key)
+    capsys.readouterr()
+    assert main(["--home", str(tmp_path), "doctor"]) == 0, capsys.readouterr().out
+    assert "audit chain" in capsys.readouterr().out

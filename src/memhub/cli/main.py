@@ -23,6 +23,8 @@ from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
 from memhub.search.embedders import EMBEDDER_NAMES, available_embedders
 from memhub.store.base import Checks
+from memhub.store.sqlite.database import memhub_tables
+from memhub.store.sqlite.doctor import Diagnosis, diagnose
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 # Libraries that log message bodies below WARNING (sse_starlette: every SSE chunk; the MCP SDK:
@@ -128,14 +130,48 @@ def configure_logging(level: str) -> None:
         logging.getLogger(name).setLevel(floor)
 
 
-def _doctor(container: Container) -> int:
-    store = container.runtime.store
-    problems = store.integrity_check() if isinstance(store, Checks) else []
-    report = verify_chain(store.iter_events())
+def _diagnosis(settings: Settings) -> Diagnosis:
+    """The file-level findings (store/sqlite/doctor.py), read-only, for a SQLite store."""
+    try:
+        path = settings.db_path
+    except ValueError:
+        return Diagnosis()  # not a file: only the store's own checks apply
+    return diagnose(path, memhub_tables())
+
+
+def _doctor(settings: Settings) -> int:
+    """Name what is wrong: the file (header, WAL, SQLite's integrity check, memhub's tables and
+    invariants) read-only first; only a file SQLite reads whole is then opened as a store for
+    the text index check and the audit chain. Exit 1 on any damage, never a traceback."""
+    found = _diagnosis(settings)
+    damage = [f"{f.area}: {f.text}" for f in found.findings if f.damage]
+    notes = [f"{f.area}: {f.text}" for f in found.findings if not f.damage]
+    if not found.openable:
+        print(f"database: {settings.db_url}")
+        print("integrity: FAILED")
+        for problem in damage:
+            print(f"  {problem}")
+        for note in notes:
+            print(f"  note: {note}")
+        print("audit chain: not checked (the file is damaged; nothing was written to it)")
+        return 1
+    try:
+        container = build_container(settings)
+    except (MemhubError, ValueError) as exc:
+        print(f"memhub: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return 2
+    try:
+        store = container.runtime.store
+        problems = [*damage, *(store.integrity_check() if isinstance(store, Checks) else [])]
+        report = verify_chain(store.iter_events())
+    finally:
+        container.close()
     print(f"database: {store.location}")
     print(f"integrity: {'ok' if not problems else 'FAILED'}")
     for problem in problems:
         print(f"  {problem}")
+    for note in notes:
+        print(f"  note: {note}")
     print(f"audit chain: {report.events} events, {'ok' if report.ok else 'BROKEN'}")
     for problem in report.problems[:50]:
         print(f"  {problem}")
@@ -180,8 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         print("memhub: HTTP without authentication binds to loopback only (127.0.0.1, ::1)", file=sys.stderr)
         return 2
+    if args.command == "doctor":
+        return _doctor(settings)
     try:
-        container = build_container(settings)
+        container = build_container(settings, check_store=args.command == "serve")
     except (MemhubError, ValueError) as exc:
         print(f"memhub: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return 2
@@ -197,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(cli_ops.run, container, args)
         if args.command in cli_decisions.COMMANDS:
             return anyio.run(cli_decisions.run, container, args)
-        return _doctor(container)
+        raise AssertionError(f"unknown command {args.command}")
     except MemhubError as exc:
         print(f"memhub: {exc.message}", file=sys.stderr)
         return 1

@@ -20,7 +20,7 @@ from memhub.services.assoc import manage
 from memhub.services.assoc import models as m
 from memhub.services.backups import list_backups
 from memhub.services.runtime import Call
-from memhub.store.base import BACKUP_PARTS, Encryption
+from memhub.store.base import BACKUP_PARTS, Encryption, Tx
 from memhub.store.crypto import key_id, new_key, parse_key
 
 COMMANDS = ("backup", "restore", "reindex", "export", "import", "encryption")
@@ -63,7 +63,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _call(container: Container, tool: str, progress: ProgressBar | None = None) -> Call:
     person = replace(container.principal, via="cli")
-    return Call(container.runtime, person, f"cli.{tool}", progress=progress)
+    return container.call("assoc", person, f"cli.{tool}", progress=progress)
 
 
 async def run(container: Container, args: argparse.Namespace) -> int:
@@ -144,8 +144,14 @@ async def _encryption(container: Container, args: argparse.Namespace) -> int:
         print(f"memhub: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return 2
     await container.runtime.in_thread(container.runtime.deferred.flush)
-    done = await container.runtime.in_thread(lambda: store.rotate_encryption(new))
-    await _call(container, "encryption.rotate").record("ok")
+    call = _call(container, "encryption.rotate")
+    call.detail.update(encrypted=new is not None, key_id=key_id(new) if new is not None else None)
+
+    def audit(tx: Tx) -> object:  # in the rotation's own transaction: a crash after it keeps both
+        return tx.append_event(call.principal.id, call.tool, "ok", call.detail, at=call.at)
+
+    done = await container.runtime.in_thread(lambda: store.rotate_encryption(new, audit))
+    call.audited = True
     state = "unencrypted" if new is None else f"encrypted under key {key_id(new)}"
     print(f"{done} items rewritten, {state}; the text index was rebuilt", file=sys.stderr)
     return 0

@@ -3,6 +3,7 @@ with TLS when a certificate is configured, and the daily backup beside them."""
 
 from __future__ import annotations
 
+import logging
 import ssl
 import sys
 from dataclasses import dataclass
@@ -13,9 +14,13 @@ import anyio
 
 from memhub import __version__
 from memhub.cli.container import Container
+from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings
 from memhub.mcp.stdio import serve_stdio
 from memhub.services.backups import DailyBackups
+from memhub.services.vault.state import VaultState
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
     import uvicorn
 
     from memhub.http.app import HttpOptions, build_http_app
+    from memhub.http.dashboard.app import with_dashboard
 
     settings = container.settings
     options = HttpOptions(
@@ -88,6 +94,10 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
         options=options,
         guard=policy,
     )
+    if "http" in listener.transports:  # the web dashboard at / (http/dashboard/)
+        app = with_dashboard(
+            app, container.runtime, policy, secure=bool(settings.tls_cert), states=container.states
+        )
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -109,10 +119,22 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
     return uvicorn.Server(config)
 
 
+async def _sweep_vault(container: Container) -> None:
+    """At start, beside the transports: delete temporary files of vault writes that were killed."""
+    state = container.states.get("vault")
+    if not isinstance(state, VaultState) or "vault" not in container.toolsets:
+        return
+    try:
+        await anyio.to_thread.run_sync(state.sweep)
+    except MemhubError as exc:
+        log.warning("vault temporary files not swept: %s", exc.message)
+
+
 async def serve(container: Container) -> None:
     settings = container.settings
     async with anyio.create_task_group() as tg:
         tg.start_soon(container.run_background)
+        tg.start_soon(_sweep_vault, container)
         if settings.backup_time:
             daily = DailyBackups(container.runtime, settings.backup_time, settings.backup_keep)
             tg.start_soon(daily.run_forever)

@@ -17,8 +17,9 @@ TRANSPORTS = ("stdio", "http", "sse")
 AUTH_MODES = ("none", "apikey", "jwt")
 
 
-def _meta(env: str, help: str) -> dict[str, str]:
-    return {"env": env, "help": help}
+def _meta(env: str, help: str, *, empty_is_a_value: bool = False) -> dict[str, str]:
+    """`empty_is_a_value`: the variable set to "" means "" (off), not "unset, use the default"."""
+    return {"env": env, "help": help, "empty": "value" if empty_is_a_value else "unset"}
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,9 @@ class Settings:
     backup_time: str = field(
         default="03:00",
         metadata=_meta(
-            "MEMHUB_BACKUP_TIME", "UTC time HH:MM of serve's daily backup (empty: no daily backup)."
+            "MEMHUB_BACKUP_TIME",
+            "UTC time HH:MM of serve's daily backup (empty: no daily backup).",
+            empty_is_a_value=True,
         ),
     )
     backup_keep: int = field(
@@ -352,7 +355,7 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
             values[name] = _convert(by_name[name], raw)
     for f in by_name.values():
         raw = environ.get(f.metadata["env"])
-        if raw is not None and raw != "":
+        if raw is not None and (raw != "" or f.metadata["empty"] == "value"):
             values[f.name] = _convert(f, raw)
     for name, raw in overrides.items():
         if raw is not None:

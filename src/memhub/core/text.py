@@ -166,21 +166,33 @@ def stem(word: str) -> str:
     return _stem(word)
 
 
+def _coverage_terms(query: str) -> list[tuple[bool, str, str]]:
+    """(is_cjk, term, what is compared: the light stem of a word, a CJK run whole)."""
+    pieces = query_terms(query, drop_stopwords=True) or query_terms(query)
+    return [(cjk, term, term if cjk else _stem(term)) for cjk, term in pieces]
+
+
+def _found(terms: list[tuple[bool, str, str]], text: str) -> list[str]:
+    normal = normalize(text)
+    stems = {_stem(word) for word in _WORDS.findall(normal)}
+    return [term for cjk, term, key in terms if (key in normal if cjk else key in stems)]
+
+
+def matched_terms(query: str) -> Callable[[str], list[str]]:
+    """A function of a text: which of `query`'s keyword terms it contains (the terms
+    `term_coverage` counts)."""
+    terms = _coverage_terms(query)
+    return lambda text: _found(terms, text)
+
+
 def term_coverage(query: str) -> Callable[[str], float]:
     """A function of a text: the share (0-1) of `query`'s keyword terms it contains. English
     words are compared after light stemming, stopwords ignored; a CJK run must appear whole.
     1.0 for a query without terms."""
-    terms = [
-        (cjk, term if cjk else _stem(term))
-        for cjk, term in query_terms(query, drop_stopwords=True) or query_terms(query)
-    ]
+    terms = _coverage_terms(query)
 
     def share(text: str) -> float:
-        if not terms:
-            return 1.0
-        normal = normalize(text)
-        stems = {_stem(word) for word in _WORDS.findall(normal)}
-        return sum(1 for cjk, term in terms if (term in normal if cjk else term in stems)) / len(terms)
+        return len(_found(terms, text)) / len(terms) if terms else 1.0
 
     return share
 

@@ -14,16 +14,19 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 
 import anyio
+import numpy as np
 
 from memhub.core.errors import invalid
-from memhub.core.models import Viewer
+from memhub.core.models import Boundary, Viewer
 from memhub.core.text import search_terms
 from memhub.search.backfill import VectorBackfill
 from memhub.search.embedders.base import EmbedderUnavailable, Matrix
 from memhub.search.embedding import EmbeddingService
+from memhub.search.explain import Explanation
 from memhub.search.fusion import FUSION_METHODS, FusedHit, FusionMethod, fuse_hits
 from memhub.search.vector_search import VectorSearch
 from memhub.store.base import Store
@@ -82,8 +85,10 @@ class SearchEngine:
         k_final: int = 10,
         alpha: float = 0.5,
         method: FusionMethod = "linear",
+        explain: Explanation | None = None,
     ) -> list[FusedHit]:
-        """The best `k_final` items visible to `viewer`, best first."""
+        """The best `k_final` items visible to `viewer`, best first. With `explain`, what
+        each stage computed is written into it (search/explain.py); the ranking is the same."""
         for name, value in (("k_txt", k_txt), ("k_vec", k_vec), ("k_final", k_final)):
             if not 0 <= value <= MAX_K:
                 raise invalid(f"{name} must be between 0 and {MAX_K}", **{name: value})
@@ -94,6 +99,8 @@ class SearchEngine:
         if not query.strip() or k_final == 0:
             return []
         kinds = tuple(kinds)
+        if explain is not None:
+            explain.query, explain.method, explain.alpha = query, method, alpha
         text_hits: list[tuple[int, float]] = []
         vector_hits: list[tuple[int, float]] = []
 
@@ -102,11 +109,13 @@ class SearchEngine:
 
         async def text_side(split_cjk: bool) -> None:
             nonlocal text_hits
-            text_hits = await self._text_hits(viewer, query, kinds, project_id, k_txt, split_cjk)
+            text_hits = await self._text_hits(viewer, query, kinds, project_id, k_txt, split_cjk, explain)
 
         async def vector_side(embedding: EmbeddingService, vectors: VectorSearch) -> None:
             nonlocal vector_hits
-            vector_hits = await self._vector_hits(embedding, vectors, viewer, query, kinds, project_id, k_vec)
+            vector_hits = await self._vector_hits(
+                embedding, vectors, viewer, query, kinds, project_id, k_vec, explain
+            )
 
         wants_vectors = k_vec > 0 and not (linear and alpha == 0.0)
         # not `vectors.size() > 0`: an index another process filled is only read by the search
@@ -116,7 +125,38 @@ class SearchEngine:
                 group.start_soon(text_side, not with_vectors)
             if with_vectors and embedding is not None and vectors is not None:
                 group.start_soon(vector_side, embedding, vectors)
-        return fuse_hits(text_hits, vector_hits, method=method, alpha=alpha, k_final=k_final)
+        fused = fuse_hits(
+            text_hits, vector_hits, method=method, alpha=alpha, k_final=k_final, explain=explain
+        )
+        if explain is not None and with_vectors and embedding is not None:
+            await anyio.to_thread.run_sync(partial(self._per_model, embedding, fused, explain))
+        return fused
+
+    def _per_model(self, embedding: EmbeddingService, fused: list[FusedHit], explain: Explanation) -> None:
+        """Each model's own cosine of the query and every vector hit (explain only): a pair of
+        models (search/embedders/combined.py) scores `w * cos_a + (1 - w) * cos_b`."""
+        query_vec = explain.query_vec
+        if query_vec is None:
+            return
+        model = embedding.embedder
+        first, second = getattr(model, "first", None), getattr(model, "second", None)
+        weight = getattr(model, "weight", None)
+        with self.store.transaction(write=False) as tx:
+            for hit in fused:
+                if hit.vector_score is None:
+                    continue
+                blob = tx.get_vector(hit.item_id, embedding.id)
+                if blob is None:
+                    continue
+                vec = np.frombuffer(blob, dtype="<f4")
+                if first is None or second is None or not isinstance(weight, float):
+                    explain.models[hit.item_id] = {embedding.id: float(vec @ query_vec)}
+                    continue
+                cut = int(first.dim)
+                explain.models[hit.item_id] = {
+                    str(first.id): float(vec[:cut] @ query_vec[:cut]) / weight,
+                    str(second.id): float(vec[cut:] @ query_vec[cut:]) / (1.0 - weight),
+                }
 
     async def _text_hits(
         self,
@@ -126,6 +166,7 @@ class SearchEngine:
         project_id: int | None,
         limit: int,
         split_cjk: bool = True,
+        explain: Explanation | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 hits. Alone (no vectors) the keyword side must find paraphrases too, so CJK
         runs are cut into content words; beside vectors it is the precise signal and a CJK
@@ -138,7 +179,12 @@ class SearchEngine:
 
         def run() -> list[tuple[int, float]]:
             with self.store.transaction(write=False) as tx:
-                return tx.text_search(viewer, terms, kinds, project_id, limit)
+                hits = tx.text_search(viewer, terms, kinds, project_id, limit)
+                if explain is not None:  # how many more a viewer of every boundary class finds
+                    explain.terms = list(terms)
+                    wider = tx.text_search(_every_class(viewer), terms, kinds, project_id, limit)
+                    explain.hidden["text_by_boundary"] = len({i for i, _ in wider} - {i for i, _ in hits})
+                return hits
 
         return await anyio.to_thread.run_sync(run)
 
@@ -151,6 +197,7 @@ class SearchEngine:
         kinds: tuple[str, ...],
         project_id: int | None,
         limit: int,
+        explain: Explanation | None = None,
     ) -> list[tuple[int, float]]:
         query_vec: Matrix | None = None
         try:
@@ -163,8 +210,10 @@ class SearchEngine:
             self.vector_timeouts += 1
             log.info("vector search skipped: no query embedding within %.1f s", self.vector_timeout)
             return []
+        if explain is not None:
+            explain.query_vec = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         return await anyio.to_thread.run_sync(
-            partial(self._search_index, vectors, query_vec, viewer, kinds, project_id, limit)
+            partial(self._search_index, vectors, query_vec, viewer, kinds, project_id, limit, explain)
         )
 
     async def nearest(
@@ -191,11 +240,26 @@ class SearchEngine:
         kinds: tuple[str, ...],
         project_id: int | None,
         limit: int,
+        explain: Explanation | None = None,
     ) -> list[tuple[int, float]]:
         index.refresh()
 
         def allowed(ids: list[int]) -> set[int]:
             with self.store.transaction(write=False) as tx:
-                return tx.visible_ids(viewer, ids, kinds, project_id)
+                passed = tx.visible_ids(viewer, ids, kinds, project_id)
+                if explain is not None:  # nearest neighbours the filters removed, counts only
+                    wanted = set(tx.item_owners(ids, kinds)) if kinds else set(ids)
+                    wider = tx.visible_ids(_every_class(viewer), ids, kinds, project_id)
+                    hidden = explain.hidden
+                    hidden["vector_by_boundary"] = hidden.get("vector_by_boundary", 0) + len(wider - passed)
+                    hidden["vector_by_visibility"] = hidden.get("vector_by_visibility", 0) + len(
+                        wanted - wider
+                    )
+                return passed
 
         return index.search(query_vec, limit, allowed)
+
+
+def _every_class(viewer: Viewer) -> Viewer:
+    """The same eyes with every boundary class: only to count what the classes hid."""
+    return replace(viewer, boundaries=frozenset(b.value for b in Boundary))

@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memhub.core.errors import invalid
+
+if TYPE_CHECKING:
+    from memhub.search.explain import Explanation
 
 FusionMethod = Literal["linear", "rrf"]
 FUSION_METHODS: tuple[FusionMethod, ...] = ("linear", "rrf")
@@ -70,7 +73,22 @@ def _check_k(k_final: int) -> None:
         raise invalid("k_final must not be negative", k_final=k_final)
 
 
-def fuse(text_hits: Hits, vector_hits: Hits, *, alpha: float, k_final: int) -> list[FusedHit]:
+def _span(scores: dict[int, float]) -> tuple[float, float]:
+    finite = [s for s in scores.values() if math.isfinite(s)]
+    return (min(finite), max(finite)) if finite else (0.0, 0.0)
+
+
+def _record(
+    explain: Explanation | None, text: dict[int, float], vector: dict[int, float], alpha: float
+) -> None:
+    if explain is not None:
+        explain.text, explain.vector, explain.alpha_used = dict(text), dict(vector), alpha
+        explain.text_range, explain.vector_range = _span(text), _span(vector)
+
+
+def fuse(
+    text_hits: Hits, vector_hits: Hits, *, alpha: float, k_final: int, explain: Explanation | None = None
+) -> list[FusedHit]:
     """`combined = alpha * vector_norm + (1 - alpha) * text_norm`, a missing side counting 0.
 
     alpha = 0 is text only and alpha = 1 vector only (the other side's hits are dropped).
@@ -86,6 +104,7 @@ def fuse(text_hits: Hits, vector_hits: Hits, *, alpha: float, k_final: int) -> l
         alpha = 1.0
     elif not vector:
         alpha = 0.0
+    _record(explain, text, vector, alpha)
     text_norm = dict(zip(text, normalize_scores(list(text.values())), strict=True))
     vector_norm = dict(zip(vector, normalize_scores(list(vector.values())), strict=True))
     fused = [
@@ -98,11 +117,18 @@ def fuse(text_hits: Hits, vector_hits: Hits, *, alpha: float, k_final: int) -> l
         for item_id in text.keys() | vector.keys()
     ]
     fused.sort(key=lambda hit: (-hit.combined, hit.item_id))
+    if explain is not None:
+        explain.fused = {hit.item_id: hit.combined for hit in fused}
     return fused[:k_final]
 
 
 def reciprocal_rank_fusion(
-    text_hits: Hits, vector_hits: Hits, *, k: int = 60, k_final: int
+    text_hits: Hits,
+    vector_hits: Hits,
+    *,
+    k: int = 60,
+    k_final: int,
+    explain: Explanation | None = None,
 ) -> list[FusedHit]:
     """RRF: `combined = sum over sides of 1 / (k + rank)`, ranks from 1 (each side ranked by
     its own score desc, then id). Scores' scales never matter. Sorted by combined desc, then id."""
@@ -111,6 +137,7 @@ def reciprocal_rank_fusion(
         raise invalid("the RRF constant k must not be negative", k=k)
     text = _best(text_hits)
     vector = _best(vector_hits)
+    _record(explain, text, vector, 0.5)
     combined: dict[int, float] = {}
     for side in (text, vector):
         for rank, item_id in enumerate(_ranked(side), start=1):
@@ -120,6 +147,8 @@ def reciprocal_rank_fusion(
         for item_id, score in combined.items()
     ]
     fused.sort(key=lambda hit: (-hit.combined, hit.item_id))
+    if explain is not None:
+        explain.fused = {hit.item_id: hit.combined for hit in fused}
     return fused[:k_final]
 
 
@@ -131,10 +160,12 @@ def fuse_hits(
     alpha: float = 0.5,
     k_final: int = 10,
     rrf_k: int = 60,
+    explain: Explanation | None = None,
 ) -> list[FusedHit]:
-    """Dispatch on `method` ("linear": `fuse` with `alpha`; "rrf": `reciprocal_rank_fusion`)."""
+    """Dispatch on `method` ("linear": `fuse` with `alpha`; "rrf": `reciprocal_rank_fusion`).
+    With `explain`, the raw scores, ranges and the weight used are recorded there."""
     if method == "linear":
-        return fuse(text_hits, vector_hits, alpha=alpha, k_final=k_final)
+        return fuse(text_hits, vector_hits, alpha=alpha, k_final=k_final, explain=explain)
     if method == "rrf":
-        return reciprocal_rank_fusion(text_hits, vector_hits, k=rrf_k, k_final=k_final)
+        return reciprocal_rank_fusion(text_hits, vector_hits, k=rrf_k, k_final=k_final, explain=explain)
     raise invalid(f"unknown fusion method {method!r}; expected one of: {', '.join(FUSION_METHODS)}")

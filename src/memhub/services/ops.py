@@ -84,7 +84,7 @@ def backup_path(runtime: Runtime, given: str | None, *, default_name: str | None
     """A backup file named by a tool call: a plain file name (or sub-path) inside the backups
     folder, nothing else. Absolute paths, `~`, `..`, backslashes and NUL are refused, so a
     caller can neither write nor probe files elsewhere; a person at the shell uses
-    `memhub backup PATH` / `memhub restore PATH` for other places."""
+    `memhub backup PATH` / `memhub restore PATH` for other places. Errors name no server path."""
     folder = backups_dir(runtime)
     if given is None or not given.strip():
         if default_name is None:
@@ -100,14 +100,23 @@ def backup_path(runtime: Runtime, given: str | None, *, default_name: str | None
         or ".." in relative.parts
     ):
         raise invalid(
-            f"backup_path must be a file name inside the backups folder ({folder}); "
+            "backup_path must be a file name inside the backups folder ($MEMHUB_HOME/backups); "
             "use `memhub backup PATH` at the shell for other places"
         )
     path = folder / relative
     root = folder.resolve()
     if root not in (path.resolve(), *path.resolve().parents):  # a symlink out of the folder
-        raise invalid(f"backup_path must stay inside the backups folder ({folder})")
+        raise invalid("backup_path must stay inside the backups folder ($MEMHUB_HOME/backups)")
     return path
+
+
+def backup_name(runtime: Runtime, path: Path) -> str:
+    """How a tool call's messages name a backup: its path inside the backups folder, never
+    where that folder is on the server."""
+    try:
+        return path.relative_to(backups_dir(runtime)).as_posix()
+    except ValueError:
+        return path.name
 
 
 def default_backup_name(clock_seconds: float | None = None) -> str:
@@ -116,21 +125,28 @@ def default_backup_name(clock_seconds: float | None = None) -> str:
 
 
 async def backup(
-    runtime: Runtime, path: Path, *, exclude: Sequence[str] = (), force: bool = False
+    runtime: Runtime,
+    path: Path,
+    *,
+    exclude: Sequence[str] = (),
+    force: bool = False,
+    shown: str | None = None,
 ) -> dict[str, Any]:
-    """An online backup at `path` (written beside it, then renamed: never half a file)."""
+    """An online backup at `path` (written beside it, then renamed: never half a file).
+    `shown`: how errors name the file (a tool call passes `backup_name`; default: the path)."""
     store = _backups(runtime)
+    name = shown if shown is not None else str(path)
     unknown = sorted(set(exclude) - set(BACKUP_PARTS))
     if unknown:
         raise invalid(f"cannot leave out {unknown}; parts: {', '.join(BACKUP_PARTS)}")
     if path.exists() and path.is_dir():
-        raise invalid(f"{path} is a directory")
+        raise invalid(f"{name} is a directory")
     if path.exists() and not force:
-        raise conflict(f"{path} exists; pass force=true to overwrite it")
+        raise conflict(f"{name} exists; pass force=true to overwrite it")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise invalid(f"cannot create {path.parent}: {exc.strerror}") from None
+        raise invalid(f"cannot create the folder of {name}: {exc.strerror}") from None
     partial_file = path.with_name(path.name + ".partial")
     try:
         await runtime.in_thread(lambda: store.backup_to(partial_file, exclude))
@@ -147,14 +163,16 @@ class RestoreResult:
     restored: bool
 
 
-async def restore(runtime: Runtime, path: Path, *, apply: bool) -> RestoreResult:
-    """Verify `path`; with `apply`, replace the live store's content with it."""
+async def restore(runtime: Runtime, path: Path, *, apply: bool, shown: str | None = None) -> RestoreResult:
+    """Verify `path`; with `apply`, replace the live store's content with it.
+    `shown`: how errors name the file (as for `backup`)."""
     store = _backups(runtime)
+    name = shown if shown is not None else str(path)
     if not path.is_file():
-        raise not_found(f"backup {path} not found")
+        raise not_found(f"backup {name} not found")
     problems = await runtime.in_thread(lambda: store.verify_backup(path))
     if problems:
-        raise invalid(f"{path} cannot be restored: {'; '.join(problems)}")
+        raise invalid(f"{name} cannot be restored: {'; '.join(problems)}")
     if not apply:
         return RestoreResult(path, False)
     await runtime.in_thread(runtime.deferred.flush)  # the current file's pending events first

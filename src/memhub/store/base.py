@@ -1,8 +1,8 @@
 """The storage contract every backend implements, split by concern.
 
 A `Tx` is one transaction; a tool call does all its writes through one `Tx`, so a failed
-call changes nothing. `Tx` is the union of six narrow protocols (items, people, links,
-vectors, audit, maintenance); code that needs one concern may ask for just that one.
+call changes nothing. `Tx` is the union of seven narrow protocols (items, people, links,
+vectors, audit, maintenance, pce); code that needs one concern may ask for just that one.
 
 Every read of items takes a `Viewer` and applies the backend's single visibility filter
 (scope, project membership, session, owner, boundary class, expiry), written once for every
@@ -16,7 +16,7 @@ optional protocols, checked with `isinstance` by the code that wants them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -313,8 +313,9 @@ class Backups(Protocol):
 class Encryption(Protocol):
     """Content encrypted at rest (store/crypto.py) and its key rotation."""
 
-    def rotate_encryption(self, new_key: bytes | None) -> int:
-        """Re-encrypt every item's text under `new_key` (None: plaintext); items rewritten."""
+    def rotate_encryption(self, new_key: bytes | None, audit: Callable[[Tx], object] | None = None) -> int:
+        """Re-encrypt every item's text under `new_key` (None: plaintext); items rewritten.
+        `audit(tx)` runs inside the rotation's transaction, before its commit."""
         ...
 
 

@@ -114,6 +114,9 @@ class NewItem:
     importance: float = 0.5
     expires_at: str | None = None
     category: str | None = None
+    # None: the transaction's time. Set only by a restore of exported items (memory_manage import).
+    created_at: str | None = None
+    updated_at: str | None = None
 
 
 # Columns `Tx.update_item` may change; text columns re-index the item.

@@ -3,6 +3,12 @@
 Export formats: `json` is lossless and re-importable (one memory per line, so an import error
 can name its line), `csv` and `markdown` are for people. Import is all or nothing: every
 record is validated first and one bad record rejects the whole import, naming its line.
+
+An import keeps each memory's `created_at` and `updated_at` (so `timerange` and `cleanup`
+work off the original times; a time in the future is refused). The author is the importer,
+except for an admin restoring records whose `author_id` names an existing user: no one else
+can file a memory under another person's name. A project is named in a record by its name
+or id; one the importer cannot write to and one that does not exist get the same answer.
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import MemhubError, invalid, not_found
 from memhub.core.hashing import content_hash
+from memhub.core.ids import MEM, PROJ
+from memhub.core.models import Kind
 from memhub.services import access
+from memhub.services.access import Need
 from memhub.services.assoc import domains
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY
-from memhub.services.assoc.ids import mem_id, parse_mem, proj_id
 from memhub.services.assoc.memories import ASSOCIATION
 from memhub.services.common import SafeText
 from memhub.services.runtime import Call
@@ -46,7 +53,9 @@ class ImportRecord(BaseModel):
     importance: float = Field(0.5, ge=0, le=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
     project: SafeText | None = Field(None, description="project name (json export) or proj_ id")
+    author_id: SafeText | None = Field(None, max_length=m.SHORT)
     created_at: str | None = None
+    updated_at: str | None = None
 
 
 def _where(tx: Tx, call: Call, args: m.ManageInput) -> ItemQuery:
@@ -70,7 +79,7 @@ def _stats(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
 
 def _record(tx: Tx, row: ItemRow, names: dict[int, str]) -> dict[str, Any]:
     return {
-        "id": mem_id(row.id),
+        "id": MEM(row.id),
         "content": row.body,
         "domain": row.scope,
         "tags": list(row.tags),
@@ -93,11 +102,11 @@ def _export(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
     names = {}
     for pid in {r.project_id for r in rows if r.project_id is not None}:
         project = tx.get_project(pid)
-        names[pid] = project.name if project else proj_id(pid)
+        names[pid] = project.name if project else PROJ(pid)
     records = [_record(tx, r, names) for r in rows]
     ids = {r.id for r in rows}
     links = [
-        {"from": mem_id(link.src), "to": mem_id(link.dst), "type": link.subtype, "strength": link.strength}
+        {"from": MEM(link.src), "to": MEM(link.dst), "type": link.subtype, "strength": link.strength}
         for link in tx.links_of(sorted(ids), [ASSOCIATION])
         if link.src in ids and link.dst in ids
     ]
@@ -193,6 +202,51 @@ def _find_key_array(text: str, key: str) -> int:
     raise invalid(f'"{key}" array not found')
 
 
+def _project(tx: Tx, call: Call, record: ImportRecord) -> int | None:
+    """The project of a project memory, named by its name or `proj_` id. A project the importer
+    may not see is "not found" in the very words of one that does not exist."""
+    if record.domain != "project":
+        return None
+    if not record.project:
+        raise invalid("a project memory needs its project")
+    found = tx.get_project_by_name(record.project)
+    if found is not None:
+        label = f"project {record.project!r}"
+        return access.project(tx, call.principal, found.id, Need.WRITE, label=label).project.id
+    if not record.project.startswith("proj_"):
+        raise not_found(f"project {record.project!r} not found")
+    return domains.writable_project(tx, call.principal, record.project)
+
+
+def _times(tx: Tx, record: ImportRecord) -> tuple[str | None, str | None]:
+    """The record's created_at and updated_at (None: now), as the store writes them."""
+    times = []
+    for name, value in (("created_at", record.created_at), ("updated_at", record.updated_at)):
+        try:
+            moment = isoformat(parse_iso(value)) if value else None
+        except ValueError:
+            raise invalid(f"{name} is not an ISO-8601 date-time") from None
+        if moment is not None and moment > tx.now:
+            raise invalid(f"{name} is in the future")
+        times.append(moment)
+    created, updated = times
+    if created is not None and (updated is None or updated < created):
+        updated = created
+    return created, updated
+
+
+def _author(tx: Tx, call: Call, record: ImportRecord, admin: bool) -> str:
+    """Who the imported memory belongs to: the importer, or (an admin restoring another user's
+    records) the record's author when that user exists. A session memory joins the importer's
+    session, so it is always the importer's."""
+    author = record.author_id
+    if not admin or author is None or author == call.principal.id or record.domain == "session":
+        return call.principal.id
+    if tx.get_principal(author) is None:
+        raise not_found(f"author_id {author!r} is not a user of this store (add the user first)")
+    return author
+
+
 IMPORT_REPORT_EVERY = 1_000  # records between two progress notifications of an import
 
 
@@ -211,33 +265,24 @@ def _import(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
                 f"record {len(validated) + 1} (line {line}): {where}: {first['msg']}; nothing was imported"
             ) from None
     current = access.current_session(tx, call.principal)
+    admin = access.is_admin(tx, call.principal)
     mapping: dict[str, int] = {}
     created: list[str] = []
     for line, record in validated:
         try:
-            project = None
-            if record.domain == "project":
-                if not record.project:
-                    raise invalid("a project memory needs its project")
-                found = tx.get_project_by_name(record.project)
-                ref = proj_id(found.id) if found else record.project
-                if not ref.startswith("proj_"):
-                    raise not_found(f"project {record.project!r} not found")
-                project = domains.writable_project(tx, call.principal, ref)
+            project = _project(tx, call, record)
             if record.domain == "session" and current is None:
                 raise invalid("session memories import into your current session: create one first")
-            created_at = isoformat(parse_iso(record.created_at)) if record.created_at else None
-        except (MemhubError, ValueError) as exc:
-            reason = (
-                exc.message if isinstance(exc, MemhubError) else "created_at is not an ISO-8601 date-time"
-            )
+            created_at, updated_at = _times(tx, record)
+            owner = _author(tx, call, record, admin)
+        except MemhubError as exc:
             raise invalid(
-                f"record {len(created) + 1} (line {line}): {reason}; nothing was imported"
+                f"record {len(created) + 1} (line {line}): {exc.message}; nothing was imported"
             ) from None
         row = tx.insert_item(
             NewItem(
-                kind=MEMORY,
-                owner=call.principal.id,
+                kind=Kind.MEMORY,
+                owner=owner,
                 scope=record.domain,
                 project_id=project,
                 session_id=current.id if record.domain == "session" and current else None,
@@ -245,17 +290,15 @@ def _import(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
                 tags=list(dict.fromkeys(record.tags)),
                 category=record.category,
                 importance=record.importance,
-                attrs={
-                    "metadata": record.metadata,
-                    "imported_from": record.id,
-                    "original_created_at": created_at,
-                },
+                attrs={"metadata": record.metadata, "imported_from": record.id},
                 content_hash=content_hash(record.content),
+                created_at=created_at,
+                updated_at=updated_at,
             )
         )
         if record.id:
             mapping[record.id] = row.id
-        created.append(mem_id(row.id))
+        created.append(MEM(row.id))
         if len(created) % IMPORT_REPORT_EVERY == 0:
             done, total = len(created), len(validated)
             call.report_from_thread(done, total, f"imported {done} of {total}")
@@ -287,7 +330,7 @@ def _change_domain(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
             tx.update_item(row.id, {"scope": str(where.scope), "project_id": where.project_id,
                                     "session_id": where.session_id or row.session_id})  # fmt: skip
     return m.ManageOutput(
-        action="change_domain", count=len(rows), memory_ids=[mem_id(r.id) for r in rows], dry_run=args.dry_run
+        action="change_domain", count=len(rows), memory_ids=[MEM(r.id) for r in rows], dry_run=args.dry_run
     )
 
 
@@ -296,7 +339,7 @@ def _batch_delete(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
     if not args.dry_run:
         tx.delete_items([r.id for r in rows])
     return m.ManageOutput(
-        action="batch_delete", count=len(rows), memory_ids=[mem_id(r.id) for r in rows], dry_run=args.dry_run
+        action="batch_delete", count=len(rows), memory_ids=[MEM(r.id) for r in rows], dry_run=args.dry_run
     )
 
 
@@ -309,7 +352,7 @@ def _cleanup(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
         before = isoformat(parse_iso(args.cleanup_before))
     except ValueError:
         raise invalid("cleanup_before must be an ISO-8601 date-time such as 2024-01-01T00:00:00Z") from None
-    query = ItemQuery(kinds=(MEMORY,), scopes=["session"], created_to=before, limit=1_000_000)
+    query = ItemQuery(kinds=(Kind.MEMORY,), scopes=["session"], created_to=before, limit=1_000_000)
     if not access.is_admin(tx, call.principal):
         query = replace(query, owner=call.principal.id)
     if args.session_id is not None:
@@ -339,6 +382,6 @@ ACTIONS = {
 async def manage(call: Call, args: m.ManageInput) -> m.ManageOutput:
     if args.memory_ids:
         for memory in args.memory_ids:
-            parse_mem(memory)
+            MEM.require(memory)
     action = ACTIONS[args.action]
     return await call.transact(lambda tx: action(tx, call, args))

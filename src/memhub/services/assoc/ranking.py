@@ -82,6 +82,31 @@ def text_range(scores: list[float]) -> tuple[float, float]:
     return (lowest if len(scores) >= MINMAX_TEXT else min(lowest, best / 2), best)
 
 
+def relevance_parts(
+    embedder_id: str | None,
+    vector_score: float | None,
+    text_score: float | None,
+    text_range: tuple[float, float],
+    cosine_range: tuple[float, float] = (0.0, 1.0),
+    coverage: float = 1.0,
+) -> tuple[float, float | None]:
+    """(text side, vector side) of `relevance`, each in [0, 1]; the vector side is None
+    without an embedder (then relevance is the text side alone)."""
+    text = 0.0
+    if text_score is not None:
+        low, best_text = text_range
+        text = _clip((text_score - low) / (best_text - low)) if best_text > low else 1.0
+        text *= _clip(coverage)
+    if embedder_id is None:
+        return text, None
+    lowest, best = cosine_range
+    floor = min(unrelated_level(embedder_id), lowest)
+    vector = (
+        _clip((vector_score - floor) / (best - floor)) if vector_score is not None and best > floor else 0.0
+    )
+    return text, vector
+
+
 def relevance(
     embedder_id: str | None,
     vector_score: float | None,
@@ -94,18 +119,9 @@ def relevance(
     """`text_range`: (lowest, best) BM25 among the query's text candidates; `cosine_range`:
     (lowest, best) cosine among its vector candidates; `coverage`: the share of the query's
     keyword terms the memory contains (core.text.term_coverage), which scales the text side."""
-    text = 0.0
-    if text_score is not None:
-        low, best_text = text_range
-        text = _clip((text_score - low) / (best_text - low)) if best_text > low else 1.0
-        text *= _clip(coverage)
-    if embedder_id is None:
+    text, vector = relevance_parts(embedder_id, vector_score, text_score, text_range, cosine_range, coverage)
+    if vector is None:
         return text
-    lowest, best = cosine_range
-    floor = min(unrelated_level(embedder_id), lowest)
-    vector = (
-        _clip((vector_score - floor) / (best - floor)) if vector_score is not None and best > floor else 0.0
-    )
     return alpha * vector + (1 - alpha) * text
 
 

@@ -63,9 +63,14 @@ _FALLBACK = ("#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79")
 _SVG_NS = "http://www.w3.org/2000/svg"
 _PAD = 20.0
 _PX = 11.0  # graph label font size
+# Japanese labels need CJK faces: Hiragino (macOS), Yu Gothic (Windows), Noto Sans CJK JP (Linux).
+_FONTS = (
+    "system-ui, DejaVu Sans, Hiragino Sans, Hiragino Kaku Gothic ProN, Yu Gothic, "
+    "Noto Sans CJK JP, Noto Sans JP, Meiryo, sans-serif"
+)
 _NO_DATA = 'font-size="12" font-style="italic" fill="#777">no data</text>'
 _CSS = (
-    "body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222;background:#fff}"
+    f"body{{font-family:{_FONTS};margin:1.5rem;color:#222;background:#fff}}"
     "h1{font-size:1.4rem}.viz{margin:0 0 1.5rem;overflow:auto;border:1px solid #ddd}"
     "table{border-collapse:collapse;margin:0 0 1.5rem;font-size:.9rem}"
     "caption{text-align:left;font-weight:bold;padding:.3rem 0}"
@@ -185,7 +190,7 @@ def _svg(title: str, width: float, height: float, body: list[str]) -> str:
     w, h = math.ceil(width), math.ceil(height)
     head = (
         f'<svg xmlns="{_SVG_NS}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
-        f'font-family="DejaVu Sans, Noto Sans CJK JP, sans-serif">\n<title>{_x(title)}</title>\n'
+        f'font-family="{_FONTS}">\n<title>{_x(title)}</title>\n'
         f'<rect width="{w}" height="{h}" fill="#fff"/>\n'
         f'<text x="{_f(_PAD)}" y="26" font-size="16" font-weight="bold" fill="#222">{_x(title)}</text>'
     )

@@ -16,15 +16,15 @@ import numpy as np
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
-from memhub.core.models import Viewer
+from memhub.core.ids import MEM, PROJ
+from memhub.core.models import Kind, Viewer
 from memhub.core.text import term_coverage
+from memhub.search.explain import Explanation
 from memhub.services import access
 from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY, VAULT_NOTE
-from memhub.services.assoc.ids import parse_mem, parse_proj
 from memhub.services.runtime import Call
-from memhub.store.base import ItemQuery, ItemRow, Tx
+from memhub.store.base import ItemBrief, ItemQuery, ItemRow, Tx
 
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
 ALPHA = 0.5  # vector weight in the fusion: with e5+use the best balance of LoCoMo and the ja set
@@ -40,19 +40,32 @@ class SearchScope:
     domains: tuple[str, ...]
     projects: tuple[int, ...] | None  # None: every project the caller belongs to
     session_id: str | None  # session memories only from this session (None: the current one)
+    only_projects: bool = False  # True: nothing but the memories of `projects` (no other domain)
 
     def viewer(self, tx: Tx, call: Call) -> Viewer:
         return access.viewer(tx, call.principal, sessions="current", session_id=self.session_id)
 
     def restrict(self, query: ItemQuery) -> ItemQuery:
+        if self.only_projects and self.projects is not None:
+            return replace(query, scopes=("project",), project_ids=self.projects)
         return replace(query, scopes=self.domains, scope_projects=self.projects)
 
 
 def scope(
     domains: Sequence[str] | None, project_ids: Sequence[str] | None, session_id: str | None
 ) -> SearchScope:
-    projects = tuple(sorted({parse_proj(p) for p in project_ids})) if project_ids else None
+    """memory(search)'s scope: `project_ids` narrows the project domain, other domains stay."""
+    projects = tuple(sorted({PROJ.require(p) for p in project_ids})) if project_ids else None
     return SearchScope(tuple(domains) if domains else m.DOMAINS, projects, session_id)
+
+
+def filter_scope(domains: Sequence[str] | None, project_ids: Sequence[str] | None) -> SearchScope:
+    """The `search` tool's `filters`: `project_ids` means only these projects' memories (their
+    description says so), never the user, global or session memories beside them."""
+    if project_ids and domains and "project" not in domains:
+        raise invalid("filters.project_ids selects project memories: include 'project' in filters.domains")
+    scoped = scope(domains, project_ids, None)
+    return replace(scoped, only_projects=scoped.projects is not None)
 
 
 async def ranked(
@@ -63,9 +76,10 @@ async def ranked(
     limit: int,
     threshold: float,
     project_id: int | None = None,
+    explain: Explanation | None = None,
 ) -> tuple[list[m.Memory], int, str | None]:
     """(memories, matches, note): the note says what the search may have missed (read your
-    writes: runtime.Call.catch_up)."""
+    writes: runtime.Call.catch_up). With `explain`, the rerank's factors are recorded there."""
     engine = call.runtime.search
     if engine is None:
         raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
@@ -74,12 +88,13 @@ async def ranked(
     hits = await engine.search(
         viewer,
         query,
-        kinds=tuple(where.kinds) or (MEMORY,),
+        kinds=tuple(where.kinds) or (Kind.MEMORY,),
         project_id=project_id,
         k_txt=CANDIDATES,
         k_vec=CANDIDATES,
         k_final=CANDIDATES,
         alpha=ALPHA,
+        explain=explain,
     )
     vectors_used = call.runtime.embedding is not None and call.runtime.embedding.ready
     embedder = call.runtime.embedding.id if vectors_used and call.runtime.embedding is not None else None
@@ -106,6 +121,21 @@ async def ranked(
                     embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, coverage
                 )
                 scored.append((ranking.score(rel, brief.importance, brief.access_count), sim, brief.id))
+                if explain is not None:
+                    parts = ranking.relevance_parts(
+                        embedder, hit.vector_score, hit.text_score, text_range, cosine_range, coverage
+                    )
+                    _explain_hit(explain, brief, sim, coverage, parts, rel, scored[-1][0])
+            elif explain is not None:
+                explain.count("below the similarity threshold")
+        if explain is not None:
+            explain.stage = "assoc"
+            explain.count("outside the searched domains or projects", len(by_id) - len(briefs))
+            explain.params.update(
+                threshold=threshold, alpha=ALPHA, embedder=embedder or "none",
+                text_low=text_range[0], text_best=text_range[1],
+                cosine_low=cosine_range[0], cosine_best=cosine_range[1],
+            )  # fmt: skip
         scored.sort(key=lambda t: (-t[0], -t[2]))
         top = scored[:limit]
         chosen = replace(candidates, ids=[i for _, _, i in top], limit=len(top) or 1)
@@ -117,11 +147,34 @@ async def ranked(
     return memories, total, note
 
 
+def _explain_hit(
+    explain: Explanation,
+    brief: ItemBrief,
+    sim: float,
+    coverage: float,
+    parts: tuple[float, float | None],
+    rel: float,
+    score: float,
+) -> None:
+    """The rerank factors of one kept hit (ranking.py's formula, term by term)."""
+    explain.factors[brief.id] = {
+        "similarity": sim,
+        "coverage": coverage,
+        "text_part": parts[0],
+        "vector_part": "none" if parts[1] is None else parts[1],
+        "relevance": rel,
+        "importance": brief.importance,
+        "usage": ranking.usage(brief.access_count),
+        "access_count": brief.access_count,
+    }
+    explain.final[brief.id] = score
+
+
 async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     if args.query is None or not args.query.strip():
         raise invalid("query is required to search")
     where = ItemQuery(
-        kinds=(MEMORY,),
+        kinds=(Kind.MEMORY,),
         tags_any=args.tags or (),
         categories=[args.category] if args.category else (),
     )
@@ -134,7 +187,9 @@ async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         scope(args.include_domains, projects, args.session_id),
         args.limit,
         args.threshold,
-        parse_proj(args.project_id) if only_project and args.project_id else None,  # candidates from it alone
+        PROJ.require(args.project_id)
+        if only_project and args.project_id
+        else None,  # candidates from it alone
     )
     return m.MemoryOutput(action="search", memories=memories, note=note)
 
@@ -144,7 +199,7 @@ def _filters(args: m.SearchInput) -> tuple[ItemQuery, Sequence[str] | None, Sequ
     if f.importance_min is not None and f.importance_max is not None and f.importance_min > f.importance_max:
         raise invalid("filters.importance_min is greater than filters.importance_max")
     where = ItemQuery(
-        kinds=(MEMORY,),
+        kinds=(Kind.MEMORY,),
         categories=f.categories or (),
         importance_min=f.importance_min,
         importance_max=f.importance_max,
@@ -169,7 +224,7 @@ async def _filtered(
     projects: Sequence[str] | None,
 ) -> tuple[list[m.Memory], int]:
     """A filter search ordered in the store: the queries' results in turn, up to `limit`."""
-    scoped = scope(in_domains, projects, None)
+    scoped = filter_scope(in_domains, projects)
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
         viewer = scoped.viewer(tx, call)
@@ -192,9 +247,9 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         raise MemhubError(
             ErrorKind.UNAVAILABLE, "similar search needs an embedder (start memhub with --embedder e5)"
         )
-    item_id = parse_mem(args.memory_id)
+    item_id = MEM.require(args.memory_id)
     where, in_domains, projects = _filters(args)
-    scoped = scope(in_domains, projects, None)
+    scoped = filter_scope(in_domains, projects)
 
     def source(tx: Tx) -> tuple[ItemRow, bytes | None, Viewer]:
         row = domains.get_memory(tx, call.principal, args.memory_id)
@@ -205,7 +260,7 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
     if blob is None and not embedding.ready:  # its vector needs the model: do not wait for the load
         return [], 0, note or "the embedding model is not loaded yet: ask again in a moment"
     vec = np.frombuffer(blob, dtype="<f4") if blob else (await embedding.embed_passages([row.body]))[0]
-    hits = await engine.nearest(viewer, vec, k=args.limit * 4 + 1, kinds=(MEMORY,))
+    hits = await engine.nearest(viewer, vec, k=args.limit * 4 + 1, kinds=(Kind.MEMORY,))
     sims = {i: ranking.calibrated(embedding.id, cos) for i, cos in hits if i != item_id}
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
@@ -222,12 +277,12 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
     where, in_domains, projects = _filters(args)
     if args.type in ("semantic", "advanced") and args.query is not None and args.query.strip():
         # by meaning, the vault's notes (its owner's) are found too: one store, one search
-        with_notes = replace(where, kinds=(MEMORY, VAULT_NOTE)) if args.type == "semantic" else where
+        with_notes = replace(where, kinds=(Kind.MEMORY, Kind.NOTE)) if args.type == "semantic" else where
         memories, total, note = await ranked(
             call,
             args.query,
             with_notes,
-            scope(in_domains, projects, None),
+            filter_scope(in_domains, projects),
             args.limit,
             args.threshold,
         )

@@ -43,6 +43,7 @@ MAX_READ_BYTES = 64 * 1024 * 1024  # larger files are refused by read, scan, cov
 MAX_CONTENT_CHARS = 1_000_000  # vault_create / vault_write / vault_replace input
 MAX_PATH_CHARS = 1_024
 MAX_NAME_BYTES = 255
+LOCK_WAIT_S = 30.0  # a write waits this long at most for another process's write to the vault
 
 # the one store: note sections indexed as items
 SYNC_INTERVAL_S = 2.0  # an mtime scan of the vault at most this often (on access)

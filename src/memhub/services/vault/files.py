@@ -7,21 +7,35 @@ note is either the old or the new version, never half of each. Just before the r
 note's mtime, size and SHA-256 are compared with what the write was based on; a
 difference means someone (Obsidian, an editor, git) changed it meanwhile, and the write
 stops with `conflict` instead of overwriting their edit.
+
+memhub's own writers, in this process and in any other serving the same vault, take turns:
+a write reads, checks and renames while holding `vault_lock`, an exclusive `flock` on the
+vault's root folder (no lock file to show up in the vault, in Obsidian or in git). Two
+processes appending to one note therefore never drop each other's entry. A temporary file
+exists only while its writer holds that lock; one found while holding it was left by a
+writer that was killed, and `sweep_temp_files` deletes it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
+import re
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid
-from memhub.services.vault.config import MAX_READ_BYTES
+from memhub.services.vault.config import LOCK_WAIT_S, MAX_READ_BYTES
 from memhub.services.vault.notes import decode
 from memhub.services.vault.paths import TEMP_MARK
+
+# the names `atomic_write` gives its temporary files: "." + note name + TEMP_MARK + mkstemp's 8
+_TEMP_NAME = re.compile(r"^\..{0,60}" + re.escape(TEMP_MARK) + r"[a-z0-9_]{8}$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +86,71 @@ def _fsync_dir(folder: Path) -> None:
         _fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def vault_lock(root: Path, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold the vault's cross-process write lock (an exclusive `flock` on its root folder).
+
+    Waits at most `wait_s` for another process's write, then `unavailable`: a writer never
+    holds the lock for longer than one note's read, write and rename."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise _io_error(exc) from None
+    try:
+        _flock(fd, wait_s)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _flock(fd: int, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    pause = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise MemhubError(
+                    ErrorKind.UNAVAILABLE, "the vault is busy: another memhub process is writing it"
+                ) from None
+            time.sleep(pause)  # another process holds it for one note's write: back off briefly
+            pause = min(pause * 2, 0.02)
+        except OSError as exc:
+            raise _io_error(exc) from None
+
+
+def temp_files(root: Path) -> list[Path]:
+    """memhub's temporary files anywhere in the vault (symlinked folders not followed)."""
+    found = []
+    for folder, _dirs, names in os.walk(root):
+        found += [Path(folder, name) for name in names if _TEMP_NAME.match(name)]
+    return found
+
+
+def sweep_temp_files(root: Path, wait_s: float = LOCK_WAIT_S) -> int:
+    """Delete the temporary files killed writers left behind; how many were deleted.
+
+    Only files named like ours, only regular files, and only while holding the vault lock:
+    then no live writer of any process is between creating its temporary file and removing it."""
+    if not root.is_dir():
+        return 0
+    candidates = temp_files(root)  # the walk runs without the lock: writers are not held up
+    if not candidates:
+        return 0
+    removed = 0
+    with vault_lock(root, wait_s):
+        for path in candidates:
+            with contextlib.suppress(OSError):  # gone meanwhile, or not ours to delete
+                if path.is_symlink() or not path.is_file():
+                    continue
+                path.unlink()
+                removed += 1
+    return removed
 
 
 def atomic_write(path: Path, data: bytes, *, base: Snapshot | None) -> Snapshot:

@@ -3,22 +3,20 @@ index and the SHA-256 of each note as memhub last showed or wrote it."""
 
 from __future__ import annotations
 
-import os
+import contextlib
+import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 from memhub.services.vault.config import SYNC_INTERVAL_S
-from memhub.services.vault.index import NoteIndex
+from memhub.services.vault.files import sweep_temp_files, vault_lock
+from memhub.services.vault.index import Listing, NoteIndex
 from memhub.services.vault.notes import NoteCache
 from memhub.services.vault.paths import Vault
 
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    generation: int
-    files: list[tuple[str, os.stat_result]]  # every note of the vault, in path order
+log = logging.getLogger("memhub.vault")
 
 
 class VaultState:
@@ -27,12 +25,27 @@ class VaultState:
         self.cache = NoteCache()
         self.index = NoteIndex()
         self.interval_s = interval_s  # how long one walk of the vault answers find, search, sync
-        self.write_lock = threading.Lock()  # memhub's own writes, one at a time
+        self._write_lock = threading.Lock()  # this process's writes, one at a time
         self._seen: dict[str, str] = {}
         self._seen_lock = threading.Lock()
         self._listing = Listing(0, [])
         self._listed_at = float("-inf")
         self._listing_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """memhub's own writes to the vault, one at a time: across this process's threads and
+        across every process serving the same vault (files.vault_lock)."""
+        with self._write_lock, vault_lock(self.vault.root):
+            yield
+
+    def sweep(self) -> int:
+        """At start: delete the temporary files of writes that were killed (files.sweep_temp_files)."""
+        with self._write_lock:
+            removed = sweep_temp_files(self.vault.root)
+        if removed:
+            log.info("removed %d temporary file(s) left by interrupted vault writes", removed)
+        return removed
 
     def listing(self) -> Listing:
         """The vault's notes with their stat, walked again when older than `interval_s` or

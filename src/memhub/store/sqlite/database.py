@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
-from memhub.store.base import EventRow, VectorChange
+from memhub.store.base import EventRow, Tx, VectorChange
 from memhub.store.crypto import PREFIX, ContentCipher
-from memhub.store.sqlite import encryption, sealing
+from memhub.store.sqlite import doctor, encryption, sealing
 from memhub.store.sqlite.tx import SqliteTx
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,26 @@ def _migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+_CREATE_TABLE = re.compile(r"CREATE\s+(?:VIRTUAL\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+
+
+def memhub_tables() -> set[str]:
+    """The tables memhub's migrations create (what a memhub store must hold)."""
+    return {"schema_migrations"} | {
+        name for _v, _n, script in _migrations() for name in _CREATE_TABLE.findall(script)
+    }
+
+
+def _opening_error(path: Path, exc: sqlite3.Error | UnicodeDecodeError) -> MemhubError:
+    reason = "its schema holds bytes that are not text" if isinstance(exc, UnicodeDecodeError) else exc
+    reason = " ".join(str(reason).split())  # one line: SQLite may quote the damaged schema
+    reason = reason if len(reason) <= 160 else reason[:159] + "…"
+    return MemhubError(
+        ErrorKind.STORAGE,
+        f"cannot open the database {path.name}: {reason} (`memhub doctor` names what is wrong with it)",
+    )
+
+
 def _statements(script: str) -> Iterator[str]:
     """Split a migration into statements (triggers contain `;`, so use sqlite's own test)."""
     buffer = ""
@@ -79,8 +100,13 @@ def _statements(script: str) -> Iterator[str]:
 class SqliteStore:
     backend = "sqlite"
 
-    def __init__(self, path: str | Path, *, clock: Clock | None = None, keys: Sequence[bytes] = ()) -> None:
-        """`keys`: content encryption (store/crypto.py); the first encrypts, all decrypt."""
+    def __init__(
+        self, path: str | Path, *, clock: Clock | None = None, keys: Sequence[bytes] = (), check: bool = False
+    ) -> None:
+        """`keys`: content encryption (store/crypto.py); the first encrypts, all decrypt.
+        `check` (`memhub serve`): refuse a file SQLite reports as damaged before writing to it
+        (`PRAGMA integrity_check`, ~0.2 s per 250 MB). A file SQLite cannot open, or without
+        memhub's tables, is refused in any case: a one-line MemhubError, never a traceback."""
         self.path = Path(path)
         self._keys = list(keys)
         self.cipher = ContentCipher(self._keys) if self._keys else None
@@ -93,9 +119,35 @@ class SqliteStore:
         self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        if check and (damage := doctor.wal_refusal(self.path)) is not None:
+            raise MemhubError(ErrorKind.STORAGE, f"the database {self.path.name} is damaged: {damage}")
+        try:
+            self._open(check)
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # the latter: damaged schema text
+            if getattr(self, "_conn", None) is not None:
+                self._conn.close()
+            raise _opening_error(self.path, exc) from None
+
+    def _open(self, check: bool) -> None:
         self._conn = self._connect(read=False)
         self._conn.execute("PRAGMA journal_mode = WAL")  # stored in the file: every connection uses it
+        if check and (damage := doctor.refusal(self._conn, self.path)) is not None:
+            self._conn.close()
+            raise MemhubError(
+                ErrorKind.STORAGE,
+                f"the database {self.path.name} is damaged, so memhub will not write to it: {damage}"
+                " (run `memhub doctor`; restore a backup with `memhub restore PATH`)",
+            )
         self._migrate()
+        present = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = sorted(memhub_tables() - present)
+        if missing:
+            self._conn.close()
+            raise MemhubError(
+                ErrorKind.STORAGE,
+                f"the database {self.path.name} lacks memhub tables ({', '.join(missing)}):"
+                " damaged, or not a memhub store (run `memhub doctor`)",
+            )
         encryption.check_key(self._conn, self.cipher)
 
     def _connect(self, *, read: bool) -> sqlite3.Connection:
@@ -258,14 +310,14 @@ class SqliteStore:
         self._checked = (time.monotonic(), ok)
         return ok
 
-    def rotate_encryption(self, new_key: bytes | None) -> int:
+    def rotate_encryption(self, new_key: bytes | None, audit: Callable[[Tx], object] | None = None) -> int:
         """Re-encrypt all item text under `new_key` (None: decrypt it all) and rebuild the text
         index; old text is then gone from the file (secure_delete, VACUUM). Items rewritten."""
         readable = [*([new_key] if new_key else []), *self._keys]
         ring = ContentCipher(readable or [bytes(32)])  # no key at all: only plaintext is readable
         new = ContentCipher([new_key]) if new_key else None
         with self._lock:
-            done = encryption.rotate(self._conn, ring, new, isoformat(self.clock.now()))
+            done = encryption.rotate(self._conn, ring, new, isoformat(self.clock.now()), audit)
             self._keys = [new_key] if new_key else []
             self.cipher = new
         return done

@@ -62,10 +62,16 @@ def check_key(conn: sqlite3.Connection, cipher: ContentCipher | None) -> None:
     sealing.seal_leftovers(conn, cipher)  # attributes, tags, names left in clear by an older memhub
 
 
-def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | None, now: str) -> int:
+def rotate(
+    conn: sqlite3.Connection,
+    ring: ContentCipher,
+    new: ContentCipher | None,
+    now: str,
+    audit: Callable[[SqliteTx], object] | None = None,
+) -> int:
     """Re-encrypt every item's text with `new` (None: store it as plaintext), reading it with
-    `ring` (every key it may be under), and rebuild the text index; one transaction, then
-    VACUUM. Returns the number of items rewritten."""
+    `ring` (every key it may be under), and rebuild the text index; one transaction (with
+    `audit`'s event: both or neither), then VACUUM. Returns the number of items rewritten."""
     conn.execute("BEGIN IMMEDIATE")
     done = last = 0
     try:
@@ -94,6 +100,8 @@ def rotate(conn: sqlite3.Connection, ring: ContentCipher, new: ContentCipher | N
         # active contexts are short-lived caches of claim text under the old key: drop them
         conn.execute("DELETE FROM pce_active_contexts")
         conn.execute("INSERT INTO items_fts(items_fts) VALUES ('optimize')")  # drop the old segments
+        if audit is not None:
+            audit(SqliteTx(conn, now, write=True, cipher=new))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

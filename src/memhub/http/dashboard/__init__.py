@@ -1,0 +1,1 @@
+"""The web dashboard: pages at / and /ui/ on the HTTP listener (app.py), templates and static files."""

@@ -1,0 +1,149 @@
+"""Single records as the dashboard shows them: an item with its links, a decision with its
+supersede timeline, the proposals queue, a project's topic tree and a topic's logs.
+
+Every read goes through the caller's viewer (the store's one visibility filter) and the
+access rules; a record the caller may not see is "not found", whatever the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memhub.core.errors import forbidden, not_found
+from memhub.core.ids import DEC
+from memhub.core.models import Kind, Principal
+from memhub.services import access, decision_model
+from memhub.services.access import Need
+from memhub.services.decision_model import DecisionRecord
+from memhub.services.decisions import proposals
+from memhub.services.discussion import models as dm
+from memhub.services.discussion import service as discussion
+from memhub.services.runtime import Call
+from memhub.store.base import ItemQuery, ItemRow, ProjectRow, Tx
+
+MAX_LINKS = 50
+
+
+@dataclass(frozen=True)
+class Link:
+    other: int
+    kind: str
+    title: str
+    type: str
+    subtype: str | None
+    strength: float
+    outgoing: bool
+
+
+@dataclass(frozen=True)
+class Item:
+    row: ItemRow
+    project: str | None
+    links: list[Link]
+    decision: DecisionRecord | None
+    timeline: list[DecisionRecord]  # a decision's supersede chain, oldest first
+
+
+def public_id(row: ItemRow) -> str:
+    prefix = {"memory": "mem", "claim": "clm", "decision": "dec", "vault_note": "note"}.get(
+        row.kind, row.kind
+    )
+    return f"{prefix}_{row.id}"
+
+
+def item(tx: Tx, principal: Principal, item_id: int) -> Item:
+    viewer = access.viewer(tx, principal)
+    row = tx.get_item(viewer, item_id)
+    if row is None:
+        raise not_found(f"item {item_id} not found")
+    project = tx.get_project(row.project_id) if row.project_id is not None else None
+    edges = tx.links_of([row.id], ())[: MAX_LINKS * 4]
+    others = {e.dst if e.src == row.id else e.src for e in edges}
+    seen = tx.query_items(viewer, ItemQuery(ids=sorted(others), limit=len(others) or 1))
+    titles = {r.id: (r.kind, r.title or r.body[:80]) for r in seen}
+    links: list[Link] = []
+    for edge in edges:
+        other = edge.dst if edge.src == row.id else edge.src
+        if other in titles and len(links) < MAX_LINKS:
+            kind, title = titles[other]
+            links.append(Link(other, kind, title, edge.type, edge.subtype, edge.strength, edge.src == row.id))
+    decision: DecisionRecord | None = None
+    timeline: list[DecisionRecord] = []
+    if row.kind == Kind.DECISION:
+        decision = decision_model.records(tx, [row])[0]
+        timeline = chain(tx, principal, row.id)
+    return Item(row, project.name if project else None, links, decision, timeline)
+
+
+def chain(tx: Tx, principal: Principal, decision_id: int) -> list[DecisionRecord]:
+    """Every decision of `decision_id`'s supersede chain the caller may see, oldest first."""
+    viewer = access.viewer(tx, principal)
+    walk = decision_model.chains(tx, viewer, [decision_id])
+    ids = sorted(walk.reached)
+    rows = tx.query_items(viewer, ItemQuery(kinds=(Kind.DECISION,), ids=ids, limit=len(ids) or 1))
+    return sorted(decision_model.records(tx, rows), key=lambda r: (r.created_at, r.id))
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    name: str
+    status: str
+    title: str
+    target: str
+    project: str
+    body: str
+    supersedes: list[str]
+    seconds_left: float
+    conflicting: list[DecisionRecord]  # the decisions it would replace, side by side
+
+
+def proposal_queue(tx: Tx, call: Call) -> list[ProposalView]:
+    """Every proposal file, open ones first; admin only (as accepting them is)."""
+    if not access.is_admin(tx, call.principal):
+        raise forbidden("the proposals queue is for admins")
+    viewer = access.viewer(tx, call.principal)
+    out = []
+    for p in proposals.listing(proposals.directory(call)):
+        old = p.meta.get("supersedes") or []
+        names = [str(x) for x in (old if isinstance(old, list) else [old])]
+        ids = [i for i in (DEC.parse(n) for n in names) if i is not None]
+        rows = tx.query_items(viewer, ItemQuery(kinds=(Kind.DECISION,), ids=ids, limit=len(ids) or 1))
+        out.append(
+            ProposalView(
+                name=p.name, status=p.status, title=str(p.meta.get("title", "")),
+                target=str(p.meta.get("target", "")), project=str(p.meta.get("project", "")),
+                body=p.body, supersedes=names, seconds_left=proposals.time_left(call, p),
+                conflicting=decision_model.records(tx, rows),
+            )
+        )  # fmt: skip
+    out.sort(key=lambda v: (v.status != "open", v.name))
+    return out
+
+
+@dataclass(frozen=True)
+class TopicPage:
+    project: ProjectRow
+    topic: dm.TopicNode
+    truncated: bool
+    logs: list[dm.Log]
+    decisions: list[dm.Decision]
+
+
+def projects(tx: Tx, principal: Principal) -> list[ProjectRow]:
+    return tx.list_projects(principal.id, 200)
+
+
+def topics(tx: Tx, principal: Principal, project_id: int) -> tuple[ProjectRow, list[dm.Topic]]:
+    project = access.project(tx, principal, project_id, Need.READ).project
+    listed = discussion.get_topics(tx, principal, dm.TopicListInput(project_id=project_id))
+    return project, listed.topics
+
+
+def topic(tx: Tx, principal: Principal, project_id: int, topic_id: int) -> TopicPage:
+    project = access.project(tx, principal, project_id, Need.READ).project
+    tree = discussion.get_topic_tree(
+        tx, principal, dm.TopicTreeInput(project_id=project_id, topic_id=topic_id)
+    )
+    logs = discussion.get_logs(tx, principal, dm.PageInput(topic_id=topic_id))
+    decided = discussion.get_decisions(tx, principal, dm.PageInput(topic_id=topic_id))
+    return TopicPage(project, tree.tree, tree.truncated, logs.logs, decided.decisions)

@@ -1,0 +1,100 @@
+"""Daily backups with an injected clock (no sleeps): taken once a day after the set time, verified,
+pruned to the newest `keep`, listed by `memhub backup list`, and restorable."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from memhub.cli.container import build_container
+from memhub.services import ops
+from memhub.services.backups import DailyBackups, list_backups
+from tests.conftest import make_settings
+from tests.helpers import MEMHUB, ok, stdio_params
+from tests.store.backends import Backend
+
+pytestmark = pytest.mark.anyio
+
+
+class MovableClock:
+    def __init__(self, start: datetime) -> None:
+        self.at = start
+
+    def now(self) -> datetime:
+        return self.at
+
+
+async def test_daily_backup_is_taken_verified_pruned_and_restorable(tmp_path: Path, backend: Backend) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
+    clock = MovableClock(datetime(2026, 3, 1, 2, 59, tzinfo=UTC))
+    container.runtime.clock = clock
+    daily = DailyBackups(container.runtime, "03:00", keep=2)
+    try:
+        async with Client(container.server) as client:
+            await ok(client, "add-project", name="before-the-backup")
+            assert await daily.take_if_due() is None  # 02:59: not yet
+            assert daily.seconds_until_next() == 60
+            clock.at += timedelta(minutes=2)
+            first = await daily.take_if_due()
+            assert first is not None and first.name == "memhub-daily-20260301.db"
+            assert await daily.take_if_due() is None  # once a day
+            for day in (2, 3):
+                clock.at = datetime(2026, 3, day, 4, 0, tzinfo=UTC)
+                assert await daily.take_if_due() is not None
+            names = [b.path.name for b in list_backups(container.runtime)]
+            assert names == ["memhub-daily-20260302.db", "memhub-daily-20260303.db"]  # keep=2
+            await ok(client, "add-project", name="after-the-backup")
+            newest = list_backups(container.runtime)[-1].path
+            assert (await ops.restore(container.runtime, newest, apply=True)).restored
+            projects = (await ok(client, "get-projects"))["projects"]
+            assert [p["name"] for p in projects] == ["before-the-backup"]
+    finally:
+        container.close()
+    listed = subprocess.run(
+        [MEMHUB, "--home", str(tmp_path), "--db", backend.url(tmp_path), "backup", "list"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.splitlines()
+    assert [line.split("\t")[2] for line in listed] == ["daily", "daily"]
+    assert listed[0].split("\t")[0].endswith("memhub-daily-20260302.db")
+
+
+async def test_a_backup_that_fails_verification_is_not_kept(
+    tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
+    container.runtime.clock = MovableClock(datetime(2026, 3, 1, 5, 0, tzinfo=UTC))
+    store = container.runtime.store
+    monkeypatch.setattr(store, "verify_backup", lambda path: ["integrity: broken page"])
+    try:
+        assert await DailyBackups(container.runtime, "03:00", keep=3).take_if_due() is None
+        assert list_backups(container.runtime) == []
+    finally:
+        container.close()
+
+
+async def test_serve_takes_no_daily_backup_when_the_time_is_empty(tmp_path: Path) -> None:
+    """`MEMHUB_BACKUP_TIME=` (set, empty) turns the daily backup off; `00:00` (always past) is the
+    control: that server writes today's backup at start."""
+    for name, at in (("on", "00:00"), ("off", "")):
+        home = tmp_path / name
+        params = stdio_params(home / "memhub.db", "alice")
+        params.args = ["--home", str(home), *params.args]
+        assert params.env is not None
+        params.env["MEMHUB_BACKUP_TIME"] = at
+        async with Client(params) as client:
+            await ok(client, "add-project", name="p")
+            deadline = time.monotonic() + 20
+            while at and not list((home / "backups").glob("memhub-daily-*.db")):
+                assert time.monotonic() < deadline, "the control server took no backup"
+                await anyio.sleep(0.05)
+        daily = sorted(p.name for p in (home / "backups").glob("memhub-daily-*.db"))
+        assert len(daily) == (1 if at else 0), (name, daily)
