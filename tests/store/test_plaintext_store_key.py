@@ -13,9 +13,12 @@ from memhub.core.errors import MemhubError
 from memhub.store.open import open_store
 from memhub.store.rows import NewItem
 from tests.conftest import make_settings
-from tests.store.backends import Backend
+from tests.store.backends import Backend, selected
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not selected().encryption, reason="the backend refuses encryption (security.md)"),
+]
 
 
 def test_a_key_for_a_store_that_holds_plaintext_is_refused(tmp_path: Path, backend: Backend) -> None:

@@ -7,6 +7,7 @@ it stems them here first, the same way, so `runs` still finds `run` and `notes` 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 
 _VOWELS = "aeiou"
@@ -139,3 +140,10 @@ def porter_stem(word: str) -> str:
     if _measure(word) > 1 and _double(word) and word.endswith("l"):
         word = word[:-1]
     return word
+
+
+def fold_word(word: str) -> str:
+    """A (normalised, non-CJK) word as FTS5's `porter unicode61 remove_diacritics 2` tokenizer
+    indexes it: diacritics off, then Porter's stem. Indexes built outside FTS5 (the blind index
+    of store/crypto.py, PostgreSQL's tsvector) fold their words with it."""
+    return porter_stem("".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c)))

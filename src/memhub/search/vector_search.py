@@ -3,7 +3,8 @@
 `SearchEngine`, the backfill and the operations (services/ops.py) depend on `VectorSearch`
 only; `vector_search_for` is the one factory that picks an implementation for a store. On
 SQLite it is the in-process numpy index with its sketch pass (search/vectors.py), which
-follows the store's vector change feed; a PostgreSQL store will get a pgvector adapter here.
+follows the store's vector change feed. A PostgreSQL store gets the same index for now (its
+`vector_log` is the same feed); a pgvector adapter over its HNSW index will take its place here.
 Vectors themselves are written by the backfill through the store (`Tx.put_vector`), so the
 contract has no add/remove: an implementation learns of changes on `refresh`.
 """
@@ -51,7 +52,7 @@ class VectorSearch(Protocol):
 
 def vector_search_for(store: Store, embedder_id: str, dim: int) -> VectorSearch:
     """The vector search that suits `store`'s backend."""
-    if store.backend == "sqlite":
+    if store.backend in ("sqlite", "postgresql"):  # pgvector's HNSW search: a later step (issue 20)
         from memhub.search.vectors import VectorIndex
 
         return VectorIndex(store, embedder_id, dim)

@@ -25,14 +25,13 @@ import hashlib
 import hmac
 import os
 import re
-import unicodedata
 from collections.abc import Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from memhub.core.errors import ErrorKind, MemhubError
-from memhub.core.porter import porter_stem
+from memhub.core.porter import fold_word
 from memhub.core.text import bigrams, is_cjk
 
 PREFIX = "mhenc1:"
@@ -105,9 +104,7 @@ class ContentCipher:
         """The index token of one word or bigram: `h` + 24 hex digits of its keyed hash. A word
         is first folded as the plain index's tokenizer folds it (diacritics off, Porter stem)."""
         if not is_cjk(token[0]):
-            token = porter_stem(
-                "".join(c for c in unicodedata.normalize("NFD", token) if not unicodedata.combining(c))
-            )
+            token = fold_word(token)
         digest = hmac.new(self._index_key, token.encode("utf-8"), hashlib.sha256).hexdigest()
         return "h" + digest[:24]
 

@@ -16,7 +16,7 @@ def open_store(
     url: str | Path, *, clock: Clock | None = None, keys: Sequence[bytes] = (), check: bool = False
 ) -> Store:
     """A store for `url`: a file path or `sqlite:///path` opens the embedded SQLite backend;
-    `postgresql://…` names the scale-out backend (not built yet: a clear error, not a guess).
+    `postgresql://…` opens the scale-out PostgreSQL backend (store/postgres/).
     `keys` turn on content encryption (store/crypto.py): the first encrypts, all decrypt.
     `check`: refuse a damaged store before writing to it (what `memhub serve` asks)."""
     text = str(url)
@@ -32,8 +32,12 @@ def open_store(
             raise ValueError("a SQLite location needs a file path")
         return SqliteStore(Path(rest).expanduser(), clock=clock, keys=keys, check=check)
     if scheme in ("postgresql", "postgres"):
-        raise MemhubError(
-            ErrorKind.UNAVAILABLE,
-            "the PostgreSQL backend is not available in this version; use a SQLite file (--db PATH)",
-        )
+        try:
+            from memhub.store.postgres import PostgresStore
+        except ImportError:
+            raise MemhubError(
+                ErrorKind.UNAVAILABLE,
+                "the PostgreSQL backend needs psycopg: install memhub with its `postgres` extra",
+            ) from None
+        return PostgresStore(text, clock=clock, keys=keys)  # `check`: PostgreSQL checks its own pages
     raise ValueError(f"unknown database scheme {scheme!r}; expected a path or one of {', '.join(SCHEMES)}://")

@@ -5,8 +5,9 @@ Associations are made when a memory is stored (or its content changes):
              similarity is at least SEMANTIC_MIN (strength = that similarity), at most
              SEMANTIC_K of them; made by `link_semantic` once the vector backfill has
              embedded the memory (~0.1 s later), so a store never waits for the model;
-  temporal - memories the same author stored in the same session within TEMPORAL_WINDOW
-             (strength falls from 1.0 to 0.3 across the window);
+  temporal - the memory the same author stored just before in the same session, if within
+             TEMPORAL_WINDOW (strength falls from 1.0 to 0.3 across the window): a chain in
+             storing order, so a session of unrelated memories is not a complete graph;
   manual   - `related_memory_ids` given by the caller (strength 1.0).
 """
 
@@ -33,9 +34,10 @@ from memhub.store.base import ItemQuery, ItemRow, NewItem, Tx
 
 log = logging.getLogger(__name__)
 
-SEMANTIC_MIN = 0.75
+SEMANTIC_MIN = 0.9  # calibrated: precision 0.84 on bench/data/assoc_pairs.json (docs/benchmarks.md)
 SEMANTIC_K = 5
 TEMPORAL_WINDOW = timedelta(minutes=30)
+TEMPORAL_K = 1  # the previous memory only (issue 23: five made any session a near-complete graph)
 ASSOCIATION = "association"
 PENDING_NOTE = "associations of memories stored just now are still being made; ask again in a moment"
 SUBTYPES = ("semantic", "temporal", "manual")
@@ -59,14 +61,28 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
 
     authors = await runtime.in_thread(owners)
     now = isoformat(runtime.clock.now())
-    found: list[tuple[int, int, float]] = []
+    nearest: list[tuple[int, list[tuple[int, float]]]] = []
     for item, vec in embedded:
         if item not in authors:
             continue  # not a memory (a discussion log, say), or deleted meanwhile
         viewer = access.eyes_of(authors[item], now)
         hits = await engine.nearest(viewer, vec, k=2 * SEMANTIC_K + 1, kinds=(Kind.MEMORY,))
-        sims = ((other, ranking.calibrated(embedding.id, cos)) for other, cos in hits if other < item)
-        near = [(other, sim) for other, sim in sims if sim >= SEMANTIC_MIN]  # best first
+        nearest.append((item, [(other, cos) for other, cos in hits if other < item]))
+    ends = sorted({item for item, _ in nearest} | {other for _, hits in nearest for other, _ in hits})
+
+    def texts() -> dict[int, str]:  # their languages choose the calibration baseline
+        with runtime.store.transaction(write=False) as tx:
+            return tx.norm_texts(ends)
+
+    text = await runtime.in_thread(texts) if ends else {}
+    found: list[tuple[int, int, float]] = []
+    for item, hits in nearest:
+        sims = [
+            (other, ranking.association(embedding.id, cos, text.get(item), text.get(other)))
+            for other, cos in hits
+        ]
+        sims.sort(key=lambda pair: (-pair[1], pair[0]))
+        near = [(other, sim) for other, sim in sims if sim >= SEMANTIC_MIN]
         found.extend((item, other, sim) for other, sim in near[:SEMANTIC_K])
     if not found:
         return 0
@@ -95,12 +111,11 @@ def _associate(tx: Tx, call: Call, row: ItemRow, manual: list[str]) -> list[m.As
         recent = tx.query_items(
             access.viewer(tx, call.principal),
             ItemQuery(kinds=(Kind.MEMORY,), owner=row.owner, session_id=row.session_id, created_from=since,
-                      order="id_desc", limit=SEMANTIC_K + 1),
+                      order="id_desc", limit=TEMPORAL_K + 1),
         )  # fmt: skip
-        for other in recent:
-            if other.id != row.id:
-                elapsed = (parse_iso(tx.now) - parse_iso(other.created_at)) / TEMPORAL_WINDOW
-                made.append(_link(tx, row.id, other.id, "temporal", max(0.3, 1.0 - elapsed)))
+        for other in [r for r in recent if r.id != row.id][:TEMPORAL_K]:
+            elapsed = (parse_iso(tx.now) - parse_iso(other.created_at)) / TEMPORAL_WINDOW
+            made.append(_link(tx, row.id, other.id, "temporal", max(0.3, 1.0 - elapsed)))
     for related in manual:
         other = domains.get_memory(tx, call.principal, related)
         if other.id == row.id:

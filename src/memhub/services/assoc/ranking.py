@@ -1,9 +1,9 @@
 """Pure scoring for associative memory: calibrated similarity and the usage/importance rerank.
 
 similarity (what `threshold` compares with, 0-1):
-  - with a vector hit: the embedder's cosine rescaled so that the default 0.7 keeps most real
-    answers (refit on bench/quality: the median cosine of a query and its answer is 0.837 for
-    e5, 0.30 for USE);
+  - with a vector hit: the embedder's cosine calibrated against its unrelated query/memory
+    pairs (memhub.search.calibration, "query" mode): 0 for a typical unrelated pair, 0.7 for
+    one more alike than 95 % of them, rising towards 1 for closer ones;
   - text-only hit: its BM25 relative to the best BM25 of the query (the best keyword match is 1).
 relevance (how well the memory matches, 0-1; what ranks):
   relevance = alpha * (cos - floor) / (best_cos - floor)
@@ -29,17 +29,12 @@ from __future__ import annotations
 
 import math
 
-# embedder id prefix -> (cosine at similarity 0.7, slope, cosine of unrelated texts):
-# similarity = 0.7 + slope * (cos - pivot)
-CALIBRATION: dict[str, tuple[float, float, float]] = {
-    # e5+use (0.75 e5 + 0.25 USE): answers' median cosine 0.70-0.72, lower quartile 0.67-0.69,
-    # unrelated pairs' median 0.60-0.64 (bench/quality/explore.py on both sets). Before "e5":
-    # the first matching prefix wins.
-    "e5+use": (0.67, 4.5, 0.61),
-    "e5": (0.81, 6.0, 0.78),  # bench/quality: median e5 cosine of a query and its answer 0.837
-    "use": (0.25, 1.5, 0.10),  # ... and for USE 0.30
-    "hash": (0.35, 1.0, 0.0),
-}
+from memhub.search import calibration
+
+# embedder id prefix -> cosine of unrelated texts, the anchor of the vector side of `relevance`
+# (bench/quality/explore.py on both sets: unrelated pairs' median 0.60-0.64 for e5+use). The
+# first matching prefix wins: "e5+use" before "e5".
+UNRELATED_COSINE: dict[str, float] = {"e5+use": 0.61, "e5": 0.78, "use": 0.10, "hash": 0.0}
 USAGE_SATURATION = 20
 
 
@@ -48,16 +43,21 @@ def _clip(value: float) -> float:
 
 
 def calibrated(embedder_id: str, cosine: float) -> float:
-    for prefix, (pivot, slope, _) in CALIBRATION.items():
-        if embedder_id.startswith(prefix):
-            return _clip(0.7 + slope * (cosine - pivot))
-    return _clip(cosine)
+    """The calibrated similarity of a query and a memory (what `threshold` is compared with)."""
+    return calibration.calibrated(embedder_id, cosine, "query")
+
+
+def association(embedder_id: str, cosine: float, a: str | None = None, b: str | None = None) -> float:
+    """The calibrated similarity of two memories ("passage" mode), given their texts when known:
+    the baseline of their language pair (two English, two Japanese or one of each)."""
+    pair: calibration.LanguagePair = "any"
+    if a is not None and b is not None:
+        pair = calibration.language_pair(calibration.language(a), calibration.language(b))
+    return calibration.calibrated(embedder_id, cosine, "passage", pair)
 
 
 def unrelated_level(embedder_id: str) -> float:
-    return next(
-        (floor for prefix, (_, _, floor) in CALIBRATION.items() if embedder_id.startswith(prefix)), 0.0
-    )
+    return next((floor for prefix, floor in UNRELATED_COSINE.items() if embedder_id.startswith(prefix)), 0.0)
 
 
 def similarity(

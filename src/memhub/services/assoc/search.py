@@ -261,11 +261,14 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         return [], 0, note or "the embedding model is not loaded yet: ask again in a moment"
     vec = np.frombuffer(blob, dtype="<f4") if blob else (await embedding.embed_passages([row.body]))[0]
     hits = await engine.nearest(viewer, vec, k=args.limit * 4 + 1, kinds=(Kind.MEMORY,))
-    sims = {i: ranking.calibrated(embedding.id, cos) for i, cos in hits if i != item_id}
+    cosines = {i: cos for i, cos in hits if i != item_id}
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
-        rows = tx.query_items(viewer, replace(scoped.restrict(where), ids=list(sims), limit=len(sims) or 1))
-        kept = sorted((r for r in rows if sims[r.id] >= args.threshold), key=lambda r: -sims[r.id])
+        rows = tx.query_items(
+            viewer, replace(scoped.restrict(where), ids=list(cosines), limit=len(cosines) or 1)
+        )
+        sims = {r.id: ranking.association(embedding.id, cosines[r.id], row.body, r.body) for r in rows}
+        kept = sorted((r for r in rows if sims[r.id] >= args.threshold), key=lambda r: (-sims[r.id], r.id))
         chosen = kept[: args.limit]
         return [domains.to_memory(r, score=sims[r.id], similarity=sims[r.id]) for r in chosen], len(kept)
 

@@ -3,7 +3,8 @@
 FTS5 computes BM25 for every row matching a query before it can keep the best few, so a
 query term found in 25,000 of 100,000 memories costs ~100 ms, most of it spent ranking rows
 that a rarer term of the same query already outranks. `bounded_match` keeps the number of
-rows ranked near `budget`:
+rows ranked near `budget`
+(the algorithm is store/sql/budget.py, shared with PostgreSQL):
 
 1. the whole OR expression matches at most `budget` rows (a count reads only doclists,
    ~1 ms): rank them all, exactly as before;
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from memhub.core.text import bigrams, is_cjk, search_terms
+from memhub.store.sql.budget import bounded
 
 TEXT_BUDGET = 5_000  # rows ranked by BM25 per query at most (~6 ms)
 
@@ -60,24 +62,13 @@ def _count(conn: sqlite3.Connection, expr: str) -> int:
 
 def bounded_match(conn: sqlite3.Connection, terms: Sequence[str], budget: int) -> tuple[str, int]:
     """(MATCH expression OR-ing some of `terms`, lowest rowid to rank) scoring ~`budget` rows."""
-    if budget < 1:
-        raise ValueError("budget must be at least 1")
-    expr = " OR ".join(terms)
-    if _count(conn, expr) <= budget:
-        return expr, 0
-    if len(terms) > 1:
-        counted = sorted((_count(conn, term), position, term) for position, term in enumerate(terms))
-        kept: list[tuple[int, str]] = []
-        total = 0
-        for count, position, term in counted:  # rarest first
-            if kept and total + count > budget:
-                break
-            kept.append((position, term))
-            total += count
-        expr = " OR ".join(term for _, term in sorted(kept))
-        if total <= budget:
-            return expr, 0
-    return expr, newest_cutoff(conn, expr, budget)
+    return bounded(
+        terms,
+        budget,
+        lambda expr: _count(conn, expr),
+        " OR ".join,
+        lambda expr, most: newest_cutoff(conn, expr, most),
+    )
 
 
 def newest_cutoff(conn: sqlite3.Connection, expr: str, budget: int) -> int:

@@ -8,19 +8,7 @@ import sqlite3
 from memhub.core.errors import conflict
 from memhub.store.crypto import ContentCipher
 from memhub.store.rows import ActiveContextRow, PolicyRow
-
-
-def _policy(row: sqlite3.Row) -> PolicyRow:
-    return PolicyRow(
-        version=row["version"],
-        yaml=row["yaml"],
-        doc=json.loads(row["doc"]),
-        author=row["author"],
-        approver=row["approver"],
-        signed=bool(row["signed"]),
-        diff=json.loads(row["diff"]),
-        applied_at=row["applied_at"],
-    )
+from memhub.store.sql.rowmap import policy_from_row
 
 
 class PceMixin:
@@ -49,14 +37,14 @@ class PceMixin:
 
     def current_policy(self) -> PolicyRow | None:
         row = self.conn.execute("SELECT * FROM pce_policies ORDER BY id DESC LIMIT 1").fetchone()
-        return _policy(row) if row else None
+        return policy_from_row(row) if row else None
 
     def policy_versions(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT version FROM pce_policies ORDER BY id")]
 
     def get_policy(self, version: str) -> PolicyRow | None:
         row = self.conn.execute("SELECT * FROM pce_policies WHERE version = ?", (version,)).fetchone()
-        return _policy(row) if row else None
+        return policy_from_row(row) if row else None
 
     def add_feedback(
         self, claim_id: int, principal: str, ts_bucket: int, signal: str, score: float | None

@@ -23,6 +23,7 @@ from memhub.store.base import (
 )
 from memhub.store.crypto import ContentCipher
 from memhub.store.sql import SQLITE, item_where, visible
+from memhub.store.sql.rowmap import item_from_row
 from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.pce import PceMixin
@@ -40,38 +41,6 @@ _ITEM_COLUMNS = (
     "kind, project_id, session_id, parent_id, owner, scope, boundary_class, status, title, body,"
     " norm_text, tags, attrs, content_hash, importance, created_at, updated_at, expires_at, category"
 )
-
-
-def item_from_row(row: sqlite3.Row, cipher: ContentCipher | None = None) -> ItemRow:
-    title, body = row["title"], row["body"]
-    tags, attrs, category = row["tags"], row["attrs"], row["category"]
-    if cipher is not None:
-        title, body = cipher.decrypt(title, "title"), cipher.decrypt(body, "body") or ""
-        tags, attrs = cipher.decrypt(tags, "tags") or "[]", cipher.decrypt(attrs, "attrs") or "{}"
-        category = cipher.decrypt(category, "category")
-    return ItemRow(
-        id=row["id"],
-        kind=row["kind"],
-        project_id=row["project_id"],
-        session_id=row["session_id"],
-        parent_id=row["parent_id"],
-        owner=row["owner"],
-        scope=row["scope"],
-        boundary_class=row["boundary_class"],
-        status=row["status"],
-        title=title,
-        body=body,
-        tags=tuple(json.loads(tags)),
-        attrs=json.loads(attrs),
-        content_hash=row["content_hash"],
-        importance=row["importance"],
-        quality=row["quality"],
-        access_count=row["access_count"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        expires_at=row["expires_at"],
-        category=category,
-    )
 
 
 class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):

@@ -1,0 +1,295 @@
+"""Do associations mean something? Calibration of similarity, and association precision/recall.
+
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/associations.py calibrate \\
+        [--embedder e5+use,e5,use,hash]
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/associations.py evaluate \\
+        [--embedder auto] [--min 0] [--out bench/results/associations-<embedder>.json]
+
+`calibrate` measures, per embedder, the cosine distribution of (almost all) unrelated pairs on
+the CALIBRATION corpus, bench/data/ja_set.json (140 bilingual coding memories, 142 queries):
+"passage" mode = every pair of memories, "query" mode = every query with every memory that is
+not one of its answers; per language pair (en, ja, cross) and pooled (any). It prints the
+median, 95th and 99th percentiles (median and 95th are what `memhub.search.calibration.BASELINES` holds).
+
+`evaluate` runs the real code path on the EVALUATION set, bench/data/assoc_pairs.json
+(disjoint from the calibration corpus; how it is labelled is in the file): a fresh container
+with the chosen embedder (default: what `memhub serve` uses), the memories stored one by one
+through the real MCP client (`memory(store)`, user domain, no session: so only semantic
+associations are made), the background backfill embedding and linking them as in
+production; then `memory(get_related, depth=1)` of every memory gives the links and their
+strengths. With `--min S` the automatic-association threshold (SEMANTIC_MIN) is lowered to S
+for the run, so the whole precision/recall curve over the strength threshold can be read off
+the same links. Every pair of the set is labelled (related iff same topic), so precision is
+over every link made. Also reported: the 10 unrelated memories of issue 23 stored alone, and
+the number of depth-1 related pairs and memory-map edges among them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import anyio
+import numpy as np
+from mcp import Client
+
+from memhub.cli.container import build_container
+from memhub.core.settings import Settings
+from memhub.search import make_embedder
+from memhub.search.calibration import language, language_pair
+from memhub.services.assoc import memories
+
+REPO = Path(__file__).resolve().parents[1]
+CALIBRATION_SET = REPO / "bench" / "data" / "ja_set.json"
+EVALUATION_SET = REPO / "bench" / "data" / "assoc_pairs.json"
+PAIRS = ("en", "ja", "cross", "any")
+THRESHOLDS = (*(round(0.1 * i, 2) for i in range(8)), *(round(0.8 + 0.01 * i, 2) for i in range(20)))
+
+# the issue's reproduction: ten memories on (mostly) unrelated topics
+UNRELATED = (
+    "Enable TypeScript strict mode in tsconfig for all packages",
+    "TypeScript strict null checks caught a bug in the billing form",
+    "Flyway migration V42 adds a NOT NULL column with a default",
+    "Nightly pg_dump backup goes to the S3 bucket at 02:00",
+    "Argo CD syncs the staging cluster from the deploy branch",
+    "Webhook signature drift: verify the HMAC against the raw body",
+    "Use structured logging with request ids",
+    "Retry with exponential backoff and jitter on 503",
+    "Tomatoes need watering every morning in July",
+    "Kafka partitions keyed by tenant id",
+)
+
+
+# -- calibrate --------------------------------------------------------------------------------
+
+
+def _stats(values: Sequence[float]) -> dict[str, float | int]:
+    arr = np.asarray(values, dtype=np.float64)
+    return {
+        "n": int(arr.size),
+        "median": round(float(np.median(arr)), 3),
+        "p95": round(float(np.percentile(arr, 95)), 3),
+        "p99": round(float(np.percentile(arr, 99)), 3),
+    }
+
+
+def calibrate(embedder_name: str) -> dict[str, Any]:
+    data = json.loads(CALIBRATION_SET.read_text(encoding="utf-8"))
+    texts = [m["text"] for m in data["memories"]]
+    index = {m["id"]: i for i, m in enumerate(data["memories"])}
+    langs = [language(t) for t in texts]
+    embedder = make_embedder(embedder_name)
+    assert embedder is not None
+    embedder.load()
+    passages = embedder.embed_passages(texts)
+    queries = embedder.embed_queries([q["query"] for q in data["queries"]])
+    out: dict[str, Any] = {"embedder": embedder.id}
+    by_pair: dict[str, list[float]] = {p: [] for p in PAIRS}
+    cos = passages @ passages.T
+    for i, j in itertools.combinations(range(len(texts)), 2):
+        by_pair[language_pair(langs[i], langs[j])].append(float(cos[i, j]))
+        by_pair["any"].append(float(cos[i, j]))
+    out["passage"] = {p: _stats(v) for p, v in by_pair.items()}
+    by_pair = {p: [] for p in PAIRS}
+    qcos = queries @ passages.T
+    for qi, q in enumerate(data["queries"]):
+        answers = {index[r] for r in q["relevant"]}
+        qlang = language(q["query"])
+        for i in range(len(texts)):
+            if i not in answers:
+                by_pair[language_pair(qlang, langs[i])].append(float(qcos[qi, i]))
+                by_pair["any"].append(float(qcos[qi, i]))
+    out["query"] = {p: _stats(v) for p, v in by_pair.items()}
+    return out
+
+
+# -- evaluate ---------------------------------------------------------------------------------
+
+
+async def _call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed: {result.content}")
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def store_and_link(
+    embedder: str, texts: Sequence[str], map_depth: int = 2, session: bool = False
+) -> dict[str, Any]:
+    """Store `texts` through the real MCP client (in a session if `session`: temporal links
+    too); every link (by text index) with its strength, and the memory map around the first."""
+    with tempfile.TemporaryDirectory(prefix="memhub-assoc-") as home:
+        settings = Settings(
+            home=Path(home), user="bench", project="bench", embedder=embedder, toolsets=("assoc",)
+        )
+        container = build_container(settings)
+        try:
+            async with anyio.create_task_group() as background:
+                background.start_soon(container.run_background)
+                runtime = container.runtime
+                assert runtime.embedding is not None and runtime.backfill is not None
+                await runtime.embedding.load()
+                async with Client(container.server) as client:
+                    if session:
+                        await _call(client, "user", action="create_session", session_name="bench")
+                    ids = []
+                    for text in texts:
+                        stored = await _call(client, "memory", action="store", content=text, domain="user")
+                        ids.append(stored["memory"]["id"])
+                    while not runtime.backfill.running:
+                        await anyio.sleep(0.05)
+                    while not await runtime.backfill.settle(60):
+                        pass
+                    position = {mid: i for i, mid in enumerate(ids)}
+                    links: dict[tuple[int, int], float] = {}
+                    for mid in ids:
+                        got = await _call(
+                            client, "memory", action="get_related", memory_id=mid, depth=1, limit=100
+                        )
+                        for rel in got["related"]:
+                            if rel["via"] == "semantic" or session:
+                                a, b = sorted((position[mid], position[rel["memory"]["id"]]))
+                                links[(a, b)] = max(links.get((a, b), 0.0), float(rel["strength"]))
+                    shown = await _call(
+                        client,
+                        "visualize",
+                        type="memory_map",
+                        center_memory_id=ids[0],
+                        depth=map_depth,
+                        format="json",
+                    )
+                background.cancel_scope.cancel()
+        finally:
+            container.close()
+    return {
+        "embedder": runtime.embedding.id,
+        "links": links,
+        "map_edges": shown["edges"],
+        "map_nodes": shown["nodes"],
+    }
+
+
+def curve(links: dict[tuple[int, int], float], related: set[tuple[int, int]]) -> list[dict[str, float]]:
+    points = []
+    for t in THRESHOLDS:
+        made = {pair for pair, strength in links.items() if strength >= t}
+        hit = len(made & related)
+        points.append({
+            "threshold": t,
+            "links": len(made),
+            "precision": round(hit / len(made), 3) if made else 1.0,
+            "recall": round(hit / len(related), 3),
+        })  # fmt: skip
+    return points
+
+
+async def evaluate(embedder: str, semantic_min: float | None) -> dict[str, Any]:
+    data = json.loads(EVALUATION_SET.read_text(encoding="utf-8"))
+    mems = data["memories"]
+    position = {m["id"]: i for i, m in enumerate(mems)}
+    related = {tuple(sorted((position[p["a"]], position[p["b"]]))) for p in data["related_pairs"]}
+    same = {
+        tuple(sorted((position[p["a"]], position[p["b"]])))
+        for p in data["related_pairs"]
+        if p["grade"] == "same"
+    }
+    groups: dict[str, set[tuple[int, int]]] = {}
+    for p in data["related_pairs"]:
+        pair = tuple(sorted((position[p["a"]], position[p["b"]])))
+        groups.setdefault(f"grade:{p['grade']}", set()).add(pair)  # type: ignore[arg-type]
+        groups.setdefault(f"langs:{p['langs']}", set()).add(pair)  # type: ignore[arg-type]
+    if semantic_min is not None:
+        memories.SEMANTIC_MIN = semantic_min
+    started = time.perf_counter()
+    run = await store_and_link(embedder, [m["text"] for m in mems])
+    unrelated = await store_and_link(embedder, UNRELATED)
+    in_session = await store_and_link(embedder, UNRELATED, session=True)
+    links = run["links"]
+    n = len(mems)
+    report: dict[str, Any] = {
+        "embedder": run["embedder"],
+        "semantic_min": memories.SEMANTIC_MIN,
+        "memories": n,
+        "pairs": {"related": len(related), "unrelated": n * (n - 1) // 2 - len(related)},
+        "curve": curve(links, related),
+        "curve_same_fact": curve(links, same),  # type: ignore[arg-type]
+        "recall_by_group": {
+            g: {
+                str(t): round(len({p for p, s in links.items() if s >= t} & ps) / len(ps), 3)
+                for t in THRESHOLDS
+            }
+            for g, ps in sorted(groups.items())
+        },
+        "unrelated_store": {
+            "memories": len(UNRELATED),
+            "related_pairs_depth1": len(unrelated["links"]),
+            "possible_pairs": len(UNRELATED) * (len(UNRELATED) - 1) // 2,
+            "map_edges": unrelated["map_edges"],
+            "map_nodes": unrelated["map_nodes"],
+            "links": [
+                [UNRELATED[a][:40], UNRELATED[b][:40], s] for (a, b), s in sorted(unrelated["links"].items())
+            ],
+            "in_a_session": {  # stored in one session: temporal links as well
+                "related_pairs_depth1": len(in_session["links"]),
+                "map_edges": in_session["map_edges"],
+                "map_nodes": in_session["map_nodes"],
+            },
+        },
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("calibrate", "evaluate"))
+    parser.add_argument("--embedder", default=None)
+    parser.add_argument("--min", type=float, default=None, help="SEMANTIC_MIN for this run (evaluate)")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    if args.command == "calibrate":
+        report: Any = [calibrate(name) for name in (args.embedder or "e5+use,e5,use,hash").split(",")]
+        for r in report:
+            for mode in ("passage", "query"):
+                cells = "  ".join(
+                    f"{p}: {s['median']:.3f}/{s['p95']:.3f}/{s['p99']:.3f} (n={s['n']})"
+                    for p, s in r[mode].items()
+                )
+                print(f"{r['embedder']:<20} {mode:<8} {cells}")
+    else:
+        report = anyio.run(evaluate, args.embedder or "auto", args.min)
+        print(f"{report['embedder']}: {report['memories']} memories, pairs {report['pairs']}, "
+              f"SEMANTIC_MIN {report['semantic_min']}")  # fmt: skip
+        print(
+            f"{'threshold':>9} {'links':>6} {'precision':>9} {'recall':>7}   same fact only: precision recall"
+        )
+        for p, q in zip(report["curve"], report["curve_same_fact"], strict=True):
+            print(f"{p['threshold']:>9.2f} {p['links']:>6} {p['precision']:>9.3f} {p['recall']:>7.3f}"
+                  f"   {q['precision']:>24.3f} {q['recall']:>6.3f}")  # fmt: skip
+        u, s = report["unrelated_store"], report["unrelated_store"]["in_a_session"]
+        print(
+            f"unrelated store: {u['related_pairs_depth1']} of {u['possible_pairs']} pairs linked, "
+            f"memory map (depth 2) {u['map_nodes']} nodes / {u['map_edges']} edges; in a session: "
+            f"{s['related_pairs_depth1']} pairs, map {s['map_nodes']} nodes / {s['map_edges']} edges"
+        )
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str))
+        print(f"written {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

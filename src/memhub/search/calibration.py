@@ -1,0 +1,144 @@
+"""Calibrated similarity: a raw cosine turned into a 0-1 score that means the same thing for
+every embedder, every memory and every pair of languages. Pure functions.
+
+Why: an embedder's cosine has its own scale. multilingual-e5 puts *any* two passages at
+0.75-0.9, USE at -0.1-0.6, the default e5+use pair at 0.55-0.8; and a cross-language pair
+sits lower than a same-language one even when both are unrelated. A fixed threshold on the
+raw cosine (or a rank normalisation that gives every memory's best match 1.0) therefore links
+nearly everything.
+
+How: for each embedder we measured, on a calibration corpus (the 140 memories and 142 queries of
+bench/data/ja_set.json, disjoint from the association evaluation set bench/data/assoc_pairs.json;
+`bench/associations.py calibrate` prints the table), the distribution of cosines of pairs that
+are (almost all) unrelated: every pair of memories ("passage" mode, what associations and
+`search(type='similar')` compare) and every query with every memory that is not its answer
+("query" mode, what `memory(search)` / `search(semantic)` compare), separately for English,
+Japanese and cross-language pairs. With that distribution's median `m` and 95th percentile
+`p95`:
+
+    z          = (cosine - m) / (p95 - m)       0 = a typical unrelated pair, 1 = the top 5 %
+    similarity = 1 - exp(-RATE * z) for z > 0, else 0,   RATE = -ln(1 - 0.7)
+
+so similarity 0.7 means "more alike than 95 % of unrelated pairs", 0.9 is z = 1.9 (beyond the
+top 1 % of unrelated pairs of memories), and the
+score keeps rising (never clipped at 1) for ever closer pairs: strengths stay comparable
+across memories and embedders. Unknown embedders fall back to the clipped raw cosine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from memhub.core.text import is_cjk
+
+Mode = Literal["query", "passage"]
+Language = Literal["en", "ja"]
+LanguagePair = Literal["en", "ja", "cross", "any"]
+
+AT_P95 = 0.7  # the similarity of a pair exactly at the unrelated 95th percentile
+RATE = -math.log(1.0 - AT_P95)
+JA_SHARE = 0.2  # share of CJK characters (of the letters) from which a text counts as Japanese
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The cosine distribution of unrelated pairs: its median and 95th percentile."""
+
+    median: float
+    p95: float
+
+
+# embedder id prefix -> (mode, language pair) -> baseline; the first matching prefix wins, so
+# "e5+use" comes before "e5". Measured by `bench/associations.py calibrate` on bench/data/ja_set.json.
+BASELINES: dict[str, dict[tuple[Mode, LanguagePair], Baseline]] = {
+    "e5+use": {
+        ("passage", "en"): Baseline(0.641, 0.705),
+        ("passage", "ja"): Baseline(0.663, 0.720),
+        ("passage", "cross"): Baseline(0.614, 0.677),
+        ("passage", "any"): Baseline(0.639, 0.707),
+        ("query", "en"): Baseline(0.603, 0.657),
+        ("query", "ja"): Baseline(0.618, 0.672),
+        ("query", "cross"): Baseline(0.585, 0.638),
+        ("query", "any"): Baseline(0.601, 0.660),
+    },
+    "e5": {
+        ("passage", "en"): Baseline(0.820, 0.862),
+        ("passage", "ja"): Baseline(0.848, 0.882),
+        ("passage", "cross"): Baseline(0.787, 0.835),
+        ("passage", "any"): Baseline(0.820, 0.874),
+        ("query", "en"): Baseline(0.784, 0.822),
+        ("query", "ja"): Baseline(0.805, 0.838),
+        ("query", "cross"): Baseline(0.759, 0.800),
+        ("query", "any"): Baseline(0.781, 0.829),
+    },
+    "use": {
+        ("passage", "en"): Baseline(0.105, 0.271),
+        ("passage", "ja"): Baseline(0.106, 0.267),
+        ("passage", "cross"): Baseline(0.092, 0.248),
+        ("passage", "any"): Baseline(0.100, 0.259),
+        ("query", "en"): Baseline(0.064, 0.198),
+        ("query", "ja"): Baseline(0.060, 0.205),
+        ("query", "cross"): Baseline(0.058, 0.196),
+        ("query", "any"): Baseline(0.060, 0.200),
+    },
+    "hash": {
+        ("passage", "en"): Baseline(0.061, 0.186),
+        ("passage", "ja"): Baseline(0.020, 0.142),
+        ("passage", "cross"): Baseline(0.009, 0.118),
+        ("passage", "any"): Baseline(0.019, 0.140),
+        ("query", "en"): Baseline(0.043, 0.175),
+        ("query", "ja"): Baseline(0.000, 0.127),
+        ("query", "cross"): Baseline(0.000, 0.109),
+        ("query", "any"): Baseline(0.004, 0.130),
+    },
+}
+
+
+def language(text: str) -> Language:
+    """ "ja" when at least JA_SHARE of the text's letters are CJK (kanji, kana), else "en"."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return "en"
+    cjk = sum(1 for c in letters if is_cjk(c))
+    return "ja" if cjk >= JA_SHARE * len(letters) else "en"
+
+
+def language_pair(a: Language, b: Language) -> LanguagePair:
+    return a if a == b else "cross"
+
+
+def baseline(embedder_id: str, mode: Mode, pair: LanguagePair = "any") -> Baseline | None:
+    """The unrelated-pair baseline of this embedder, mode and language pair (the pooled "any"
+    one when the pair is unknown); None for an embedder that was never calibrated."""
+    for prefix, table in BASELINES.items():
+        if embedder_id.startswith(prefix):
+            return table.get((mode, pair)) or table.get((mode, "any"))
+    return None
+
+
+def from_baseline(cosine: float, base: Baseline) -> float:
+    """Similarity 0-1 of a cosine against an unrelated-pair baseline (module docstring)."""
+    spread = base.p95 - base.median
+    if math.isnan(cosine) or spread <= 0:
+        return 0.0
+    z = (cosine - base.median) / spread
+    return 0.0 if z <= 0 else 1.0 - math.exp(-RATE * z)
+
+
+def calibrated(embedder_id: str, cosine: float, mode: Mode = "query", pair: LanguagePair = "any") -> float:
+    """The calibrated similarity of `cosine` under `embedder_id` (clipped raw cosine if unknown)."""
+    base = baseline(embedder_id, mode, pair)
+    if base is None:
+        return 0.0 if math.isnan(cosine) else max(0.0, min(1.0, cosine))
+    return from_baseline(cosine, base)
+
+
+def cosine_at(embedder_id: str, similarity: float, mode: Mode = "query", pair: LanguagePair = "any") -> float:
+    """The inverse: the raw cosine whose calibrated similarity is `similarity` (0 < s < 1)."""
+    base = baseline(embedder_id, mode, pair)
+    if base is None:
+        return similarity
+    z = -math.log(1.0 - similarity) / RATE
+    return base.median + z * (base.p95 - base.median)

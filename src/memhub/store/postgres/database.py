@@ -1,0 +1,207 @@
+"""The PostgreSQL store: psycopg 3 over a connection pool, for several memhub replicas on one
+database.
+
+Transactions: a read is `REPEATABLE READ READ ONLY` (one snapshot, never waits for a writer);
+a write takes a transaction advisory lock on one fixed key first (`WRITER_LOCK`), so write
+transactions run one at a time across every replica, as they do on SQLite's file, and the
+audit chain (which takes its own lock before reading its head) stays linear. The locks are
+released by COMMIT or ROLLBACK, so a replica that dies holds nothing.
+
+Migrations (`migrations/NNNN_*.sql`, versioned in `schema_migrations`) are applied when a store
+opens, in one transaction under an advisory lock: replicas starting together apply each once.
+Content encryption is refused (docs/security.md): the blind index and SQLite's `mh_plain`
+substring search have no PostgreSQL counterpart yet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import IsolationLevel
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from memhub.core.clock import Clock, SystemClock, isoformat
+from memhub.core.errors import ErrorKind, MemhubError
+from memhub.store.base import EventRow, VectorChange
+from memhub.store.postgres.tx import PostgresTx
+
+log = logging.getLogger(__name__)
+
+WRITER_LOCK = 0x6D656D6875620001  # pg_advisory_xact_lock key: one write transaction at a time
+MIGRATION_LOCK = 0x6D656D6875620000  # one replica applies migrations, the others wait for it
+POOL_MAX = 10
+CONNECT_TIMEOUT_S = 10.0
+BUSY = "the database is busy (no free connection); retry the call"
+ENCRYPTION_REFUSED = (
+    "content encryption is not available on PostgreSQL yet: start without an encryption key"
+    " (encrypt the database's disk instead), or use a SQLite file"
+)
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    folder = resources.files("memhub.store.postgres") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            found.append((int(entry.name.split("_", 1)[0]), entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def redacted(url: str) -> str:
+    """`url` without its password (what the store shows as its location)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+class PostgresStore:
+    backend = "postgresql"
+
+    def __init__(
+        self, url: str, *, clock: Clock | None = None, keys: Sequence[bytes] = (), pool_max: int = POOL_MAX
+    ) -> None:
+        if keys:
+            raise MemhubError(ErrorKind.UNAVAILABLE, ENCRYPTION_REFUSED)
+        self.location = redacted(url)
+        self.clock: Clock = clock or SystemClock()
+        self.cipher = None
+        self._hnsw: set[int] = set()
+        self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_max,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            open=False,
+            name="memhub",
+        )
+        try:
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except PoolTimeout:
+            self._pool.close()
+            raise MemhubError(ErrorKind.STORAGE, "cannot connect to the PostgreSQL database") from None
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    # -- schema -------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._pool.connection() as conn, _storage_errors(), conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations"
+                " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            applied = {r["version"] for r in conn.execute("SELECT version FROM schema_migrations")}
+            for version, name, script in _migrations():
+                if version in applied:
+                    continue
+                log.info("applying migration %s", name)
+                conn.execute(script.encode("utf-8"))  # no parameters: several statements at once
+                conn.execute(
+                    "INSERT INTO schema_migrations(version, name, applied_at) VALUES (%s, %s, %s)",
+                    (version, name, isoformat(self.clock.now())),
+                )
+
+    def schema_version(self) -> int:
+        return int(self._scalar("SELECT coalesce(max(version), 0) FROM schema_migrations") or 0)
+
+    # -- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[PostgresTx]:
+        """One transaction on a pooled connection: committed when the block ends, rolled back
+        if it raises. A write holds the writer lock until then; a read sees one snapshot."""
+        with self._connection() as conn:
+            conn.read_only = not write
+            conn.isolation_level = IsolationLevel.READ_COMMITTED if write else IsolationLevel.REPEATABLE_READ
+            with _storage_errors(), conn.transaction():
+                if write:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+                yield PostgresTx(conn, isoformat(self.clock.now()), write=write, hnsw=self._hnsw)
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:
+        if self._pool.closed:
+            raise MemhubError(ErrorKind.STORAGE, "the store is closed")
+        try:
+            with self._pool.connection(timeout=CONNECT_TIMEOUT_S) as conn:
+                yield conn
+        except PoolTimeout:
+            raise MemhubError(ErrorKind.STORAGE, BUSY) from None
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[DictRow]:
+        with self.transaction(write=False) as tx:
+            return tx.conn.execute(sql, args).fetchall()
+
+    def _scalar(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        rows = self._rows(sql, args)
+        return next(iter(rows[0].values())) if rows else None
+
+    # -- change feeds -------------------------------------------------------------------
+
+    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
+        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water mark."""
+        rows = self._rows(
+            "SELECT l.seq, l.item_id, l.op, v.vec FROM vector_log l"
+            " JOIN (SELECT item_id, max(seq) AS seq FROM vector_log"
+            "       WHERE embedder = %s AND seq > %s GROUP BY item_id) last ON last.seq = l.seq"
+            " LEFT JOIN vectors v ON v.item_id = l.item_id AND v.embedder = l.embedder"
+            " ORDER BY l.seq",
+            (embedder, after_seq),
+        )
+        changes = [
+            VectorChange(r["seq"], r["item_id"], bytes(r["vec"]) if r["op"] == "put" and r["vec"] else None)
+            for r in rows
+        ]
+        return (changes[-1].seq if changes else after_seq), changes
+
+    def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]:
+        rows = self._rows(
+            "SELECT seq, item_id, op FROM vector_log WHERE embedder = %s AND seq > %s ORDER BY seq",
+            (embedder, after_seq),
+        )
+        high = rows[-1]["seq"] if rows else after_seq
+        return high, sorted({r["item_id"] for r in rows if r["op"] == "del"})
+
+    def iter_events(self) -> Iterator[EventRow]:
+        import json
+
+        for r in self._rows("SELECT * FROM events ORDER BY id"):
+            yield EventRow(
+                r["id"], r["at"], r["principal"], r["tool"], r["outcome"], json.loads(r["detail"]),
+                r["prev_hash"], r["hash"],
+            )  # fmt: skip
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+@contextmanager
+def _storage_errors() -> Iterator[None]:
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise _storage_error(exc) from exc
+
+
+def _storage_error(exc: psycopg.Error) -> MemhubError:
+    if isinstance(exc, psycopg.errors.DiskFull):
+        message = "the disk is full; nothing was written"
+    elif isinstance(exc, psycopg.OperationalError):
+        message = "the database is unavailable; nothing was written, retry the call"
+    else:
+        message = "the database reported an error; nothing was written"
+    log.error("postgresql error: %s", type(exc).__name__)
+    return MemhubError(ErrorKind.STORAGE, message)

