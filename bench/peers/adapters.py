@@ -20,11 +20,13 @@ import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
 HERE = Path(__file__).resolve().parent
@@ -38,6 +40,32 @@ READY_TIMEOUT_S = 600.0
 
 class ToolCallError(RuntimeError):
     """A tool call answered isError, or an answer this benchmark cannot read."""
+
+
+# What a failed system raises; anything else is a bug in the benchmark and should stop it.
+FAILURES = (ToolCallError, MCPError, OSError, TimeoutError, ExceptionGroup)
+
+
+@asynccontextmanager
+async def connect(adapter: Adapter, workdir: Path, log: Path) -> AsyncIterator[Client]:
+    """Start the adapter's server with its stderr appended to `log`, and connect to it."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as errlog:
+        transport = stdio_client(adapter.server_params(workdir), errlog=errlog)
+        async with Client(transport, read_timeout_seconds=600) as client:
+            yield client
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
+    return [exc]
+
+
+def failure(exc: BaseException, log: Path) -> str:
+    tail = log.read_text(encoding="utf-8", errors="replace")[-1500:] if log.exists() else ""
+    what = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves(exc))
+    return what + (f"\n--- server stderr (tail) ---\n{tail}" if tail else "")
 
 
 def text_of(result: CallToolResult) -> str:
@@ -138,12 +166,11 @@ class Memhub(Adapter):
         return _python_version(Path(sys.executable), "memhub")
 
     def server_params(self, workdir: Path) -> StdioServerParameters:
-        args = ["--db", str(workdir / "memhub.db"), "--user", "bench", "--project", "bench"]
-        return StdioServerParameters(
-            command=MEMHUB,
-            args=[*args, "serve", "--transport", "stdio"],
-            env={**base_env(workdir), "MEMHUB_HOME": str(workdir / "memhub")},
-        )
+        args = ["--db", str(workdir / f"{self.name}.db"), "--user", "bench", "--project", "bench"]
+        env = {**base_env(workdir), "MEMHUB_HOME": str(workdir / self.name)}
+        if os.environ.get("PYTHONPATH"):  # a worktree's own source (the tests do the same)
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        return StdioServerParameters(command=MEMHUB, args=[*args, "serve", "--transport", "stdio"], env=env)
 
     async def prepare(self, client: Client) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -152,7 +179,7 @@ class Memhub(Adapter):
                 await client.call_tool("admin", {"action": "health_check"}), "admin.health_check"
             )
             details = (health.structured_content or {}).get("details", {})
-            if details.get("embedder_ready"):
+            if details.get("embedder_ready") or details.get("embedder") is None:  # loaded, or `none`
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"memhub embedder not ready: {details}")
@@ -195,6 +222,19 @@ class MemhubUse(Memhub):
     def server_params(self, workdir: Path) -> StdioServerParameters:
         params = super().server_params(workdir)
         return params.model_copy(update={"env": {**(params.env or {}), "MEMHUB_EMBEDDER": "use"}})
+
+
+class MemhubNone(Memhub):
+    """memhub with `--embedder none`: BM25 alone, no model (the floor of memhub's search path)."""
+
+    name = "memhub-none"
+    notes = (
+        "as memhub, with MEMHUB_EMBEDDER=none: BM25 alone (stemmed English, Japanese bigrams), no vectors",
+    )
+
+    def server_params(self, workdir: Path) -> StdioServerParameters:
+        params = super().server_params(workdir)
+        return params.model_copy(update={"env": {**(params.env or {}), "MEMHUB_EMBEDDER": "none"}})
 
 
 class ServerMemory(Adapter):
@@ -371,5 +411,5 @@ class BasicMemory(Adapter):
 
 
 ADAPTERS: dict[str, type[Adapter]] = {
-    cls.name: cls for cls in (Memhub, MemhubUse, ServerMemory, McpMemoryService, BasicMemory)
+    cls.name: cls for cls in (Memhub, MemhubUse, MemhubNone, ServerMemory, McpMemoryService, BasicMemory)
 }

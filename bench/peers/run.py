@@ -2,7 +2,8 @@
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE MKL_NUM_THREADS=1 \\
         .venv/bin/python bench/peers/run.py [--systems memhub,server-memory,...] \\
-        [--sizes 1000,10000] [--calls 100] [--seed-budget-s 600] [--out bench/results/peers.json]
+        [--sizes 1000,10000] [--calls 100] [--seed-budget-s 600] [--out bench/results/peers.json] \\
+        [--paired]   # every system open at once, calls in rotating order (bench/peers/paired.py)
 
 Run `bench/peers/install.sh` first (or `make bench-peers`, which does both). For each system:
 
@@ -35,19 +36,19 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, MCPError, stdio_client
+from mcp import Client
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from adapters import ADAPTERS, THREAD_ENV, Adapter, ToolCallError  # noqa: E402
+from adapters import ADAPTERS, FAILURES, THREAD_ENV, Adapter, connect, failure  # noqa: E402
+from paired import PairedRun  # noqa: E402
 
 from corpus import SUBJECTS_EN, SUBJECTS_JA, texts  # noqa: E402
 
@@ -65,8 +66,6 @@ QUERIES = [
     "how do we deploy safely",
     "why did we pin every dependency",
 ]
-# What a failed system raises; anything else is a bug in this script and should stop it.
-FAILURES = (ToolCallError, MCPError, OSError, TimeoutError, ExceptionGroup)
 
 
 def pct(values: Sequence[float], q: float) -> float:
@@ -95,16 +94,6 @@ async def timed(call: Callable[[], Awaitable[Any]]) -> float:
     started = time.perf_counter()
     await call()
     return (time.perf_counter() - started) * 1000
-
-
-@asynccontextmanager
-async def connect(adapter: Adapter, workdir: Path, log: Path) -> AsyncIterator[Client]:
-    """Start the adapter's server with its stderr appended to `log`, and connect to it."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a", encoding="utf-8") as errlog:
-        transport = stdio_client(adapter.server_params(workdir), errlog=errlog)
-        async with Client(transport, read_timeout_seconds=600) as client:
-            yield client
 
 
 async def describe_tools(client: Client) -> dict[str, list[str]]:
@@ -334,18 +323,6 @@ def print_table(systems: dict[str, Any], sizes: list[int]) -> None:
         )
 
 
-def leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
-    return [exc]
-
-
-def failure(exc: BaseException, log: Path) -> str:
-    tail = log.read_text(encoding="utf-8", errors="replace")[-1500:] if log.exists() else ""
-    what = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves(exc))
-    return what + (f"\n--- server stderr (tail) ---\n{tail}" if tail else "")
-
-
 async def run_system(adapter: Adapter, args: argparse.Namespace, data: Locomo | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"version": adapter.version(), "notes": list(adapter.notes)}
     latency = LatencyRun(adapter, args.sizes, args.calls, args.seed_budget_s, args.logs)
@@ -366,6 +343,43 @@ async def run_system(adapter: Adapter, args: argparse.Namespace, data: Locomo | 
     return entry
 
 
+def run_paired(
+    names: list[str], args: argparse.Namespace, data: Locomo | None, report: dict[str, Any]
+) -> None:
+    """`--paired`: latency with every available system open at once; LoCoMo one system at a time."""
+    adapters = []
+    for name in names:
+        adapter = ADAPTERS[name]()
+        reason = adapter.available()
+        if reason is None:
+            adapters.append(adapter)
+        else:
+            report["systems"][name] = {"skipped": reason}
+            print(f"  {name} skipped: {reason}", flush=True)
+    args.logs.mkdir(parents=True, exist_ok=True)
+    paired = PairedRun(
+        adapters, args.sizes, args.calls, args.seed_budget_s, args.logs, distinct_texts(), QUERIES, K, WARMUP
+    )
+    report["paired"] = anyio.run(paired.run)
+    for adapter in adapters:
+        report["systems"].setdefault(
+            adapter.name, {"version": adapter.version(), "notes": list(adapter.notes)}
+        )
+        if data is not None:
+            try:
+                quality = anyio.run(locomo_quality, adapter, data, args.logs)
+            except FAILURES as exc:
+                quality = {"error": failure(exc, args.logs / f"{adapter.name}-locomo.log")}
+            report["systems"][adapter.name]["locomo"] = quality
+            print(
+                f"  {adapter.name} LoCoMo conv-0 hit@5 {quality.get('hit@5', quality.get('error'))}",
+                flush=True,
+            )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    print(f"\nwritten {args.out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -378,6 +392,12 @@ def main() -> None:
     parser.add_argument("--no-locomo", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "peers.json")
     parser.add_argument("--logs", type=Path, default=RESULTS / "peers-logs")
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="every system open at once, calls in rotating order (bench/peers/paired.py); "
+        "ratios to the first system listed",
+    )
     args = parser.parse_args()
     args.sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
     names = [n.strip() for n in args.systems.split(",") if n.strip()]
@@ -402,6 +422,9 @@ def main() -> None:
         else {"conversation": 0, "memories": len(data.turns), "questions": len(data.questions)},
         "systems": {},
     }
+    if args.paired:
+        run_paired(names, args, data, report)
+        return
     for name in names:
         adapter = ADAPTERS[name]()
         print(f"\n== {name}", flush=True)

@@ -13,7 +13,7 @@ from tests.helpers import http_server
 from tests.http import rpc
 from tests.http.test_sessions import _keys
 
-STORE_WIDE = ("vectors_indexed", "embedder_queue", "vectors_pending")  # services/ops.py
+STORE_WIDE = ("vectors_indexed", "embedder_queue", "vectors_pending", "index_rate")  # services/ops.py
 
 
 @pytest.fixture(scope="module")

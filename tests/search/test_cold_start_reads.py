@@ -47,6 +47,7 @@ async def serving(
     embedding = container.runtime.embedding
     assert embedding is not None
     embedding.embedder = HashingEmbedder(load_seconds=load_seconds, passage_seconds=passage_seconds)
+    embedding.make_indexer = lambda: HashingEmbedder(passage_seconds=passage_seconds)  # for backlogs
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(container.run_background)

@@ -187,3 +187,174 @@ async def test_start_loading_is_instant_while_a_lazy_load_runs() -> None:
         service.start_loading()
         assert time.perf_counter() - started < 0.05
     assert service.ready
+
+
+# -- issue 21 §5: repeated queries are free --------------------------------------------------------
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The real hash embedder, counting the query texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=32)
+        self.queries: list[str] = []
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        self.queries.extend(texts)
+        return super().embed_queries(texts)
+
+
+@pytest.mark.anyio
+async def test_a_repeated_query_is_not_embedded_again() -> None:
+    embedder = CountingEmbedder()
+    service = EmbeddingService(embedder, query_cache=2)
+    first = await service.embed_query("kubernetes rollout")
+    again = await service.embed_query("kubernetes rollout")
+    assert embedder.queries == ["kubernetes rollout"] and service.cache_hits == 1
+    assert np.array_equal(first, again) and not again.flags.writeable  # shared: nobody may change it
+    await service.embed_query("billing")
+    await service.embed_query("kubernetes rollout")  # the most recent of two: still cached
+    await service.embed_query("search")  # "billing" is the least recently used: dropped
+    await service.embed_query("billing")
+    assert embedder.queries == ["kubernetes rollout", "billing", "search", "billing"]
+
+
+# -- issue 21 §2: an indexer of its own; both cores while no query waits ------------------------------
+
+
+class HeldEmbedder(SlowEmbedder):
+    """SlowEmbedder whose passage calls block until `release` is set (a long batch in flight)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        self.entered.set()
+        assert self.release.wait(20)
+        return super().embed_passages(texts)
+
+
+@pytest.mark.anyio
+async def test_a_query_never_waits_for_the_indexers_batch() -> None:
+    main, indexer = SlowEmbedder(), HeldEmbedder()
+    service = EmbeddingService(
+        main, make_indexer=lambda: indexer, batch_size=8, borrow_seconds=0.0, borrow_quiet_s=0.0
+    )
+    texts = [f"backlog text {i}" for i in range(40)]
+    result: list[Matrix] = []
+
+    async def backlog() -> None:
+        result.append(await service.embed_passages(texts))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(backlog)
+        try:
+            with anyio.fail_after(10):
+                await anyio.to_thread.run_sync(indexer.entered.wait)
+                query = await service.embed_query("urgent question")  # answered while the batch is held
+            assert indexer.calls == [] and query.shape == (32,)  # the indexer's first batch is still running
+        finally:
+            indexer.release.set()
+    assert np.array_equal(result[0], HashingEmbedder(dim=32).embed_passages(texts))  # rows in order
+    borrowed = [texts for kind, texts in main.calls if kind == "passage"]
+    assert borrowed and all(len(chunk) == 1 for chunk in borrowed)  # the query model helped, in short jobs
+    assert sum(len(chunk) for _, chunk in indexer.calls) + len(borrowed) == len(texts)
+
+
+@pytest.mark.anyio
+async def test_an_indexer_that_cannot_load_leaves_the_work_to_the_query_model() -> None:
+    main, broken = SlowEmbedder(), SlowEmbedder(fail=True)
+    service = EmbeddingService(main, make_indexer=lambda: broken, index_min=2)
+    texts = [f"text {i}" for i in range(6)]
+    matrix = await service.embed_passages(texts)
+    assert np.array_equal(matrix, HashingEmbedder(dim=32).embed_passages(texts))
+    assert sum(len(chunk) for kind, chunk in main.calls if kind == "passage") == len(texts)
+    assert broken.calls == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("other", ["same", "another model"])
+async def test_the_indexer_must_be_another_instance_of_the_same_model(other: str) -> None:
+    embedder = HashingEmbedder()
+    made = embedder if other == "same" else HashingEmbedder(dim=64)
+    service = EmbeddingService(embedder, make_indexer=lambda: made, index_min=1)
+    texts = ["one text", "another text"]
+    assert np.array_equal(await service.embed_passages(texts), embedder.embed_passages(texts))
+    assert service.indexer is None  # refused: the query model did the work
+
+
+@pytest.mark.anyio
+async def test_a_small_call_shares_the_query_model_and_an_idle_indexer_is_dropped() -> None:
+    made: list[SlowEmbedder] = []
+
+    def make() -> SlowEmbedder:
+        made.append(SlowEmbedder())
+        return made[-1]
+
+    service = EmbeddingService(SlowEmbedder(), make_indexer=make, index_min=4, index_idle_s=0.0)
+    await service.embed_passages(["a store", "another"])  # below index_min: no second model
+    assert made == [] and service.indexer is None
+    await service.embed_passages([f"backlog {i}" for i in range(8)])
+    assert len(made) == 1 and service.indexer is made[0]
+    assert service.trim() and service.indexer is None  # idle: its memory is given back
+    assert not service.trim()
+
+
+@pytest.mark.anyio
+async def test_a_fast_model_indexes_on_its_own_thread_only() -> None:
+    """A model faster than `borrow_min_item_s` a passage is not helped by the query model (in
+    numpy it holds the GIL for much of its work: a second thread contends rather than helps)."""
+    main = SlowEmbedder()
+    service = EmbeddingService(main, make_indexer=SlowEmbedder, index_min=2, borrow_min_item_s=0.5)
+    texts = [f"text {i}" for i in range(40)]
+    await service.embed_passages(texts)  # the first backlog measures the indexer's speed
+    main.calls.clear()
+    assert np.array_equal(await service.embed_passages(texts), HashingEmbedder(dim=32).embed_passages(texts))
+    assert main.calls == []
+
+
+@pytest.mark.anyio
+async def test_while_searches_come_the_query_model_is_left_to_them() -> None:
+    """Searches come in bursts: for `borrow_quiet_s` after a query, a backlog is embedded by
+    the indexer alone, and the query model stays free for the next search."""
+    main = SlowEmbedder()
+    service = EmbeddingService(main, make_indexer=SlowEmbedder, index_min=2, borrow_quiet_s=60.0)
+    await service.embed_query("a search")
+    main.calls.clear()
+    texts = [f"text {i}" for i in range(40)]
+    assert np.array_equal(await service.embed_passages(texts), HashingEmbedder(dim=32).embed_passages(texts))
+    assert main.calls == []
+
+
+class HeldQueries(SlowEmbedder):
+    """SlowEmbedder whose query inferences block until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        assert self.release.wait(20)
+        return super().embed_queries(texts)
+
+
+@pytest.mark.anyio
+async def test_no_indexer_job_starts_beside_a_query() -> None:
+    main, indexer = HeldQueries(), SlowEmbedder()
+    service = EmbeddingService(main, make_indexer=lambda: indexer, index_min=2)
+    texts = [f"text {i}" for i in range(10)]
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(service.embed_query, "a slow search")
+        try:
+            with anyio.fail_after(10):
+                while service.queue_depth == 0:  # the query is admitted
+                    await anyio.sleep(0.01)
+                tasks.start_soon(service.embed_passages, texts)
+                while service._no_queries is None:  # the indexer waits for the query to end
+                    await anyio.sleep(0.01)
+            assert indexer.calls == []
+        finally:
+            main.release.set()
+    assert sum(len(chunk) for _, chunk in indexer.calls) == len(texts)

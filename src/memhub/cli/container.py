@@ -176,7 +176,10 @@ def build_runtime(
     embedder = make_embedder(settings.embedder)
     embedding = vectors = backfill = None
     if embedder is not None:
-        embedding = EmbeddingService(embedder)
+        # a backlog is embedded by a second instance of the model, made when needed: searches
+        # never wait for indexing (search/embedding.py)
+        name = settings.embedder
+        embedding = EmbeddingService(embedder, make_indexer=lambda: make_embedder(name) or embedder)
         vectors = vector_search_for(store, embedding.id, embedding.dim)
         backfill = VectorBackfill(store, embedding, vectors)
     engine = SearchEngine(store, embedding, vectors)

@@ -45,6 +45,7 @@ _MODEL_ERRORS = (ValueError, RuntimeError, OSError)
 
 
 FIRST_GUESS_S = 0.05  # seconds per item before any batch was timed (a model on one core)
+RATE_BATCHES = 16  # the indexing rate is measured over this many recent batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,7 @@ class VectorBackfill:
         self._started: anyio.Event | None = None  # set when run_forever follows writes
         self._begun = False  # run_forever was called
         self.seconds_per_item = FIRST_GUESS_S  # measured: a moving average over batches
+        self._batches: deque[tuple[float, int]] = deque(maxlen=RATE_BATCHES)  # (seconds, stored)
 
     def reset(self) -> None:
         """Look at every item again on the next scan (after a reindex or a restore)."""
@@ -129,6 +131,15 @@ class VectorBackfill:
     def backlog(self) -> int:
         """Items fetched and waiting to be embedded (a lower bound of the real backlog)."""
         return len(self._queue)
+
+    @property
+    def rate(self) -> float | None:
+        """Memories given vectors per second of work, over the last batches (embedding,
+        storing and their follow-up work; idle time not counted). None before any batch."""
+        seconds = sum(t for t, _ in self._batches)
+        if not self._batches or seconds <= 0:
+            return None
+        return sum(n for _, n in self._batches) / seconds
 
     def notify(self) -> None:
         """Items were written by this process: have `run_forever` look now. Call from the event loop."""
@@ -200,7 +211,7 @@ class VectorBackfill:
             self._settled.set()
             self._settled = None
 
-    async def run_once(self, batch: int = 32) -> int:
+    async def run_once(self, batch: int = 64) -> int:
         """Embed and store up to `batch` items lacking a vector; returns how many were stored."""
         if batch < 1:
             raise invalid("batch must be at least 1", batch=batch)
@@ -230,6 +241,7 @@ class VectorBackfill:
                 await self.on_embedded([(item, np.frombuffer(blob, dtype="<f4")) for item, blob in blobs])
             except MemhubError as exc:
                 log.warning("after embedding %d items: %s", len(blobs), exc.message)
+        self._batches.append((time.perf_counter() - started, stored))
         return stored
 
     async def _embed(self, rows: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
@@ -286,7 +298,7 @@ class VectorBackfill:
         max_poll_seconds: float = 10.0,
         rescan_seconds: float = 10.0,
         full_rescan_seconds: float = 300.0,
-        batch: int = 32,
+        batch: int = 64,
     ) -> None:
         """Backfill until cancelled; returns if the embedder cannot be loaded.
 
@@ -351,6 +363,8 @@ class VectorBackfill:
                 idle = poll_seconds
                 await anyio.sleep(0)  # more work is waiting: let others run, then go on at once
                 continue
+            if not done:
+                self.embedding.trim()  # nothing to index: the indexer's model is not kept
             wait = poll_seconds if done else idle
             idle = poll_seconds if done else min(max_poll_seconds, idle * 2)
             with anyio.move_on_after(wait):

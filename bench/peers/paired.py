@@ -1,0 +1,159 @@
+"""Paired mode of bench/peers/run.py (`--paired`): every system open at once, the same calls
+in rotating order, so a ratio between two systems never drifts with the machine's load.
+
+All servers are started together (each in its own directory) and get the same memories: the
+k-th memory is stored in every system, the first system changing from one memory to the next.
+At each size all of them settle (memhub: vectors made), then `calls` rounds of one `store` in
+every system (rotating order) and, after settling again, `calls` rounds of one `search` (the
+same query in every system, rotating order). Per system: p50/p95/mean; per system and round,
+the ratio to the base system's sample in that same round, whose median is the paired ratio.
+
+A system that fails is dropped from the later rounds, with its error in the report; seeding
+stops for everyone at `--seed-budget-s` (the sizes reached are measured, `capped` says so).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from adapters import FAILURES, Adapter, connect, failure
+from mcp import Client
+
+from common import summary
+
+Live = list[tuple[Adapter, Client]]
+
+
+def rotated(items: Sequence[Any], start: int) -> list[Any]:
+    start %= max(1, len(items))
+    return [*items[start:], *items[:start]]
+
+
+def paired_summary(samples: dict[str, list[float]], base: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for name, values in samples.items():
+        entry: dict[str, Any] = summary(values)
+        reference = samples.get(base)
+        if reference and name != base:
+            ratios = [v / r for v, r in zip(values, reference, strict=False) if r > 0]
+            entry["paired_ratio_median"] = round(statistics.median(ratios), 2) if ratios else None
+        out[name] = entry
+    return out
+
+
+class PairedRun:
+    def __init__(
+        self,
+        adapters: list[Adapter],
+        sizes: list[int],
+        calls: int,
+        budget_s: float,
+        logs: Path,
+        source: Iterator[str],
+        queries: Sequence[str],
+        k: int,
+        warmup: int,
+    ) -> None:
+        self.adapters = adapters
+        self.sizes, self.calls, self.budget_s, self.logs = sizes, calls, budget_s, logs
+        self.source, self.queries, self.k, self.warmup = source, queries, k, warmup
+        self.base = adapters[0].name
+        self.report: dict[str, Any] = {"base": self.base, "systems": [a.name for a in adapters], "errors": {}}
+
+    async def run(self) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="peers-paired-") as tmp:
+            async with AsyncExitStack() as stack:
+                live: Live = []
+                for adapter in self.adapters:
+                    log = self.logs / f"{adapter.name}-paired.log"
+                    work = Path(tmp) / adapter.name
+                    work.mkdir()
+                    try:
+                        client = await stack.enter_async_context(connect(adapter, work, log))
+                        await adapter.prepare(client)
+                    except FAILURES as exc:
+                        self.report["errors"][adapter.name] = failure(exc, log)
+                        continue
+                    live.append((adapter, client))
+                print(f"  open at once: {', '.join(a.name for a, _ in live)}", flush=True)
+                await self.measure_sizes(live)
+        return self.report
+
+    async def each(self, live: Live, start: int, op: str, *args: Any) -> dict[str, float]:
+        """Call `op` once in every live system, in rotating order; ms per system. A system that
+        fails leaves `live` (its error is kept)."""
+        times: dict[str, float] = {}
+        for adapter, client in rotated(list(live), start):
+            began = time.perf_counter()
+            try:
+                await getattr(adapter, op)(client, *args)
+            except FAILURES as exc:
+                self.report["errors"][adapter.name] = f"{op}: {type(exc).__name__}: {exc}"
+                live.remove((adapter, client))
+                continue
+            times[adapter.name] = (time.perf_counter() - began) * 1000
+        return times
+
+    async def settle(self, live: Live) -> None:
+        for adapter, client in list(live):
+            await adapter.settle(client)
+
+    async def measure_sizes(self, live: Live) -> None:
+        stored = 0
+        began = time.perf_counter()
+        self.report["sizes"] = {}
+        for size in self.sizes:
+            capped = False
+            while stored < size:
+                if time.perf_counter() - began > self.budget_s:
+                    capped = True
+                    break
+                await self.each(live, stored, "store", next(self.source), f"m{stored}")
+                stored += 1
+            await self.settle(live)
+            for i in range(self.warmup):
+                await self.each(live, i, "search", self.queries[i % len(self.queries)], self.k)
+            store: dict[str, list[float]] = {a.name: [] for a, _ in live}
+            search: dict[str, list[float]] = {a.name: [] for a, _ in live}
+            for i in range(self.calls):
+                for name, ms in (
+                    await self.each(live, i, "store", next(self.source), f"t{stored}-{i}")
+                ).items():
+                    store[name].append(ms)
+            stored += self.calls
+            await self.settle(live)
+            for i in range(self.calls):
+                query = self.queries[i % len(self.queries)]
+                for name, ms in (await self.each(live, i, "search", query, self.k)).items():
+                    search[name].append(ms)
+            entry = {
+                "stored": stored,
+                "capped": capped,
+                "store": paired_summary({n: v for n, v in store.items() if v}, self.base),
+                "search": paired_summary({n: v for n, v in search.items() if v}, self.base),
+            }
+            self.report["sizes"][str(size)] = entry
+            print_paired(size, entry)
+            if capped:
+                break
+
+
+def print_paired(size: int, entry: dict[str, Any]) -> None:
+    print(f"\n  paired, {entry['stored']:,} memories{' (capped)' if entry['capped'] else ''}")
+    print(f"  {'system':<20}{'store p50':>10}{'p95':>8}{'x':>7}{'search p50':>12}{'p95':>8}{'x':>7}")
+    for name, search in entry["search"].items():
+        store = entry["store"].get(name, {})
+        nan = float("nan")
+        print(
+            f"  {name:<20}{store.get('p50_ms', nan):>10.1f}{store.get('p95_ms', nan):>8.1f}"
+            f"{store.get('paired_ratio_median') or 1.0:>7.2f}"
+            f"{search['p50_ms']:>12.1f}{search['p95_ms']:>8.1f}"
+            f"{search.get('paired_ratio_median') or 1.0:>7.2f}",
+            flush=True,
+        )

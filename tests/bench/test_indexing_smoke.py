@@ -1,0 +1,39 @@
+"""Smoke test of bench/indexing.py (issue 21) and of bench/peers/run.py's paired mode, at a tiny
+size, through the real MCP client over stdio: they run end to end and write well-formed
+reports. Rates and latencies are not asserted (benchmarks live under bench/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import REPO, run_bench_script
+
+
+def test_indexing_bench_reports_a_rate_and_searches(tmp_path: Path) -> None:
+    report, output = run_bench_script(
+        tmp_path,
+        REPO / "bench" / "indexing.py",
+        *("--embedders", "hash", "--n", "60", "--backlog", "60", "--searches", "4"),
+    )
+    entry = report["embedders"]["hash"]
+    assert entry["indexing"]["memories"] == 60 and entry["indexing"]["memories_per_s"] > 0
+    assert entry["indexing"]["server_index_rate"] > 0  # health_check says how fast it indexes
+    assert 0 < entry["idle_search"]["p50_ms"] <= entry["idle_search"]["p95_ms"]
+    assert entry["server_rss_mib"] is not None
+    assert "memories/s" in output
+
+
+def test_peers_paired_mode_runs_memhub_without_a_model(tmp_path: Path) -> None:
+    """`memhub-none` is ready at once (no model to wait for), and paired mode opens both
+    systems together and reports a paired ratio to the first one."""
+    report, output = run_bench_script(
+        tmp_path,
+        REPO / "bench" / "peers" / "run.py",
+        *("--paired", "--systems", "memhub-none,memhub-use", "--sizes", "30", "--calls", "4", "--no-locomo"),
+    )
+    paired = report["paired"]
+    assert paired["base"] == "memhub-none" and paired["errors"] == {}
+    size = paired["sizes"]["30"]
+    assert set(size["search"]) == {"memhub-none", "memhub-use"}
+    assert size["search"]["memhub-use"]["paired_ratio_median"] > 0
+    assert "paired" in output
