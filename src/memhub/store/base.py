@@ -115,6 +115,21 @@ class ItemsTx(Protocol):
         matching rows are ranked, so the cost stays bounded as the store grows."""
         ...
 
+    def text_search_hidden(
+        self,
+        viewer: Viewer,
+        wider: Viewer,
+        terms: Sequence[str],
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
+        budget: int = ...,
+    ) -> tuple[list[tuple[int, float]], int]:
+        """`text_search`'s hits for `viewer`, and, counted in the same query, how many of the
+        rows it ranked at least as high as its last hit `wider` may read and `viewer` may not
+        (all it ranked when it found fewer than `limit`): what a filter hid, as a count."""
+        ...
+
     def visible_ids(
         self, viewer: Viewer, ids: Sequence[int], kinds: Sequence[str], project_id: int | None
     ) -> set[int]:
