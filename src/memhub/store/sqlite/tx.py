@@ -266,6 +266,14 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             rows = [(unseal(self.cipher, r[0], "category"), r[1]) for r in rows]
         return {str(r[0]) if r[0] is not None else "": int(r[1]) for r in rows}
 
+    def visible_counts(self, viewer: Viewer) -> list[tuple[str, str, int | None, int]]:
+        cond, params = visible(viewer, "i", SQLITE)  # read from the items_visible_counts index
+        rows = self.conn.execute(
+            f"SELECT i.kind, i.scope, i.project_id, count(*) FROM items i WHERE {cond} GROUP BY 1, 2, 3",
+            params,
+        ).fetchall()
+        return [(str(r[0]), str(r[1]), r[2], int(r[3])) for r in rows]
+
     def tag_counts(self, viewer: Viewer, query: ItemQuery, limit: int) -> dict[str, int]:
         where, args = self._where(viewer, query)
         rows = self.conn.execute(
