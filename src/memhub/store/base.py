@@ -249,6 +249,25 @@ class AuditTx(Protocol):
         """Append one event (`at`: when the call happened; default the transaction's time)."""
         ...
 
+    def events_page(
+        self,
+        *,
+        before: int | None,
+        limit: int,
+        scan: int,
+        principal: str = "",
+        tool_prefix: str = "",
+        outcome: str = "",
+        mentions: str = "",
+    ) -> tuple[list[EventRow], int | None]:
+        """The newest `limit` events older than `before` (id) matching the filters (exact
+        principal and outcome, a tool prefix, `mentions`: a string the detail's JSON holds as a
+        whole value such as "mem_12"), newest first, and the id to pass as `before` for the next
+        page (None: the log's start was reached). Keyset paging on the primary key: one page
+        reads at most `scan` events whatever the log's size, so a rare filter may answer a
+        short page with a next id to continue from."""
+        ...
+
 
 class MaintenanceTx(Protocol):
     """Rebuilding indexes and removing what nothing refers to."""

@@ -520,3 +520,44 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             (when, principal, tool, outcome, json.dumps(detail, ensure_ascii=False), prev, digest),
         ).fetchone()
         return EventRow(row[0], when, principal, tool, outcome, detail, prev, digest)
+
+    def events_page(
+        self,
+        *,
+        before: int | None,
+        limit: int,
+        scan: int,
+        principal: str = "",
+        tool_prefix: str = "",
+        outcome: str = "",
+        mentions: str = "",
+    ) -> tuple[list[EventRow], int | None]:
+        conds, args = [], []
+        for cond, value in (
+            ("principal = ?", principal),
+            ("outcome = ?", outcome),
+            ("substr(tool, 1, length(?)) = ?", tool_prefix),
+            ("instr(detail, ?) > 0", json.dumps(mentions) if mentions else ""),
+        ):
+            if value:
+                conds.append(cond)
+                args.extend([value] * cond.count("?"))
+        window = "SELECT * FROM events WHERE id < ? ORDER BY id DESC LIMIT ?"  # the primary key, backwards
+        scanned = self.conn.execute(
+            f"SELECT min(id), count(*) FROM ({window})", [before or 2**63 - 1, scan]
+        ).fetchone()
+        where = " AND ".join(conds) or "1"
+        rows = self.conn.execute(
+            f"SELECT * FROM ({window}) WHERE {where} ORDER BY id DESC LIMIT ?",
+            [before or 2**63 - 1, scan, *args, limit + 1],
+        ).fetchall()
+        events = [
+            EventRow(r["id"], r["at"], r["principal"], r["tool"], r["outcome"], json.loads(r["detail"]),
+                     r["prev_hash"], r["hash"])
+            for r in rows[:limit]
+        ]  # fmt: skip
+        if len(rows) > limit:
+            return events, events[-1].id
+        lowest, count = scanned
+        more = count == scan and lowest is not None
+        return events, int(lowest) if more else None
