@@ -379,3 +379,27 @@ def test_bad_parameters_are_plain_refusals(site: Site) -> None:
     assert client.get("/ui/item/999999").status_code == 404
     assert client.get("/ui/projects/999999").status_code == 404
     assert client.get("/ui/proposals/x.md/accept").status_code == 405
+
+
+def test_an_items_history_comes_from_the_audit_log_for_its_readers_only(site: Site) -> None:
+    """Memory, claim and decision pages list the audit events naming the item (newest first,
+    paged by event id, no detail shown); an item one may not read has no history to show."""
+    alice, bob = site.login("alice"), site.login("bob")
+    mine = int(site.ids["alice_private"].split("_")[1])
+    page = alice.get(f"/ui/item/{mine}").text
+    history = page[page.index("<h2>History</h2>") :]
+    assert re.search(r"<td>alice</td><td>memory</td><td>ok</td>", history), history
+    assert "memory_id" not in history  # the event's detail is not shown
+    assert bob.get(f"/ui/item/{mine}").status_code == 404
+    assert "History" not in bob.get(f"/ui/item/{mine}").text
+    claim = int(str(site.ids["claim"]).split("_")[1])
+    claim_page = alice.get(f"/ui/item/{claim}").text
+    assert re.search(r"<td>alice</td><td>pce\.memory\.upsert</td><td>ok</td>", claim_page)
+    old = int(site.ids["dec_old"].split("_")[1])
+    decision = alice.get(f"/ui/item/{old}").text
+    for tool in ("record_decision", "supersede_decision"):  # recorded, then replaced
+        assert f"<td>{tool}</td>" in decision
+    newest = [int(n) for n in re.findall(r"<tr><td class=\"num\">(\d+)</td>", decision)]
+    assert newest == sorted(newest, reverse=True) and len(newest) == 2
+    older = alice.get(f"/ui/item/{old}", params={"history_before": newest[0]}).text
+    assert "<td>supersede_decision</td>" not in older and "<td>record_decision</td>" in older

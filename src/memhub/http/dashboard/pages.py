@@ -95,8 +95,14 @@ class Pages:
 
     async def item(self, c: Context) -> Response:
         item_id = int(c.request.path_params["item_id"])
-        shown = await self._read(c, "item", lambda tx, call: details.item(tx, c.principal, item_id))
-        return c.render("item.html", item=shown, public_id=details.public_id(shown.row))
+        before = c.request.query_params.get("history_before", "")
+        older = int(before) if before.isdigit() and len(before) < 19 else None
+
+        def read(tx: Tx, call: Call) -> tuple[details.Item, details.History]:
+            return details.item(tx, c.principal, item_id), details.history(tx, c.principal, item_id, older)
+
+        shown, history = await self._read(c, "item", read)
+        return c.render("item.html", item=shown, public_id=details.public_id(shown.row), history=history)
 
     async def proposals(self, c: Context) -> Response:
         queue = await self._read(c, "proposals", details.proposal_queue)

@@ -136,7 +136,11 @@ def write(
         draft=draft,
         extra=extra,
     )
-    return decision_model.records(tx, [row])[0]
+    record = decision_model.records(tx, [row])[0]  # the audit event names what it wrote and replaced
+    call.detail.update(
+        decision_id=record.public_id, supersedes=[decision_model.public_id(i) for i in supersedes]
+    )
+    return record
 
 
 def _response(tx: Tx, record: DecisionRecord, verb: str) -> m.DecisionResponse:
@@ -308,6 +312,7 @@ async def deprecate(call: Call, decision_id: str, reason: str) -> DecisionRecord
         if actor.via == "mcp" and record.human:
             raise errors.isolation(f"{record.public_id} was recorded by a person")
         decision_model.deprecate(tx, actor, record, reason.strip())
+        call.detail.update(decision_id=record.public_id)
         row = tx.get_item(access.viewer(tx, actor), record.id, kinds=(DECISION,))
         assert row is not None
         return decision_model.records(tx, [row])[0]
