@@ -58,9 +58,8 @@ def seed(db: Path, n: int) -> int:
                 target = f"{SUBJECTS_EN[t % len(SUBJECTS_EN)]} / {SUBJECTS_JA[t % len(SUBJECTS_JA)]} #{t}"
                 old = current.get(t)
                 supersedes = [old] if old is not None and rng.random() < 0.6 else []
-                row = decision_model.create(
-                    tx,
-                    PERSON if rng.random() < 0.1 else AGENT,
+                actor = PERSON if rng.random() < 0.1 else AGENT
+                new = decision_model.NewDecision(
                     project_id=project,
                     title=corpus[2 * i][:120],
                     rationale=corpus[2 * i + 1],
@@ -69,6 +68,7 @@ def seed(db: Path, n: int) -> int:
                     draft=rng.random() < 0.03,
                     supersedes=supersedes,
                 )
+                row = decision_model.create(tx, actor, new)
                 current[t] = row.id
                 if rng.random() < 0.02:
                     record = decision_model.records(tx, [row])[0]

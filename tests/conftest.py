@@ -19,6 +19,8 @@ from memhub.cli.container import Container, build_container
 from memhub.core.settings import Settings
 from tests.store.backends import Backend, selected
 
+pytest_plugins = ["tests.pair"]  # two users on one store (assoc_container, pair), for every folder
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

@@ -21,7 +21,7 @@ from tests.store.backends import rows, selected
 
 REPO = Path(__file__).resolve().parents[1]
 MEMHUB = str(Path(sys.executable).with_name("memhub"))
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("MEMHUB_SHARED") or REPO.parent / "shared")  # the seeds and tools
 
 FTS_TRICKS = ['"', "*", "NEAR(", "OR", 'a" OR "b', "AND NOT", "-x", "col:val", "^start", "(((", "'", "%_"]
 
@@ -147,7 +147,7 @@ def http_server(
 
 async def check_bad_inputs(client: Any, db: str | Path, project_id: int, topic_id: int) -> None:
     """Every discussion tool's bad-input table through `client`: the seed's code, nothing written."""
-    from tests.mcp.test_discussion import _bad_inputs
+    from tests.services.discussion.test_tools import _bad_inputs
 
     before = counts(db)
     for tool, arguments, code in _bad_inputs(project_id, topic_id):

@@ -69,6 +69,70 @@ def test_imports_point_down() -> None:
     assert not violations, "\n".join(violations)
 
 
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _module_level(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of a module that run when it is imported: not inside its functions (an
+    import there is a deliberate late binding, a factory picking its backend) and not under
+    `if TYPE_CHECKING:` (annotations only)."""
+    found: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(tree))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        found.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _imports() -> dict[str, set[str]]:
+    """module -> the memhub modules it imports when it is imported."""
+    modules = {_module_of(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        for node in _module_level(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names if alias.name in modules}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    if sub in modules:
+                        targets.add(sub)
+                    elif node.module in modules:
+                        targets.add(node.module)
+        graph[name] = targets - {name}
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    graph = _imports()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert len(graph) > 100 and "memhub.services.vault.state" in graph
+    assert not cycles, "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
 def test_modules_stay_small() -> None:
     big = [
         f"{p.relative_to(SRC)}: {n}"

@@ -62,16 +62,16 @@ import anyio
 from mcp import Client
 
 from memhub.cli.container import Container, build_container
+from memhub.core.ids import MEM, PROJ
 from memhub.core.models import Viewer
 from memhub.core.settings import Settings
 from memhub.search.fusion import FusedHit, fuse, reciprocal_rank_fusion
-from memhub.services.assoc.ids import parse_mem, parse_proj
 from memhub.services.assoc.models import MemoryInput
 from memhub.services.assoc.ranking import calibrated, relevance, similarity, text_range
 from memhub.services.assoc.search import ALPHA, CANDIDATES
 
 REPO = Path(__file__).resolve().parents[2]
-LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+LOCOMO = Path(os.environ.get("MEMHUB_SHARED") or REPO.parent / "shared") / "data" / "locomo10.json"
 JA_SET = REPO / "bench" / "data" / "ja_set.json"
 
 DATASETS = ("locomo", "ja")
@@ -327,7 +327,7 @@ async def production_search(client: Client, query: str, project: str) -> tuple[R
     if result.is_error or not isinstance(body, dict):
         text = getattr(result.content[0], "text", "") if result.content else ""
         return [], text[:300]
-    return [parse_mem(m["id"]) for m in body["memories"]], None
+    return [MEM.require(m["id"]) for m in body["memories"]], None
 
 
 def progress(message: str) -> None:
@@ -397,7 +397,7 @@ async def _run(
                 result = await call(
                     client, "memory", action="store", content=text, domain="project", project_id=projects[-1]
                 )
-                by_key[key] = parse_mem(result["memory"]["id"])
+                by_key[key] = MEM.require(result["memory"]["id"])
                 stored += 1
                 if stored % 500 == 0:
                     log(f"  stored {stored}/{total} ({time.perf_counter() - started:.0f}s)")
@@ -435,7 +435,7 @@ async def _run(
                     viewer,
                     question.text,
                     kinds=("memory",),
-                    project_id=parse_proj(project),
+                    project_id=PROJ.require(project),
                     k_txt=SWEEP_K,
                     k_vec=SWEEP_K,
                     k_final=2 * SWEEP_K,

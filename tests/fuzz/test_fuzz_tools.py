@@ -35,8 +35,8 @@ TOOLSETS = {toolset.name: toolset for toolset in REGISTRY}
 CALL_LIMIT_S = 10.0
 
 
-# Codes a toolset picks from an error's details rather than its kind.
-DETAIL_CODES = {"pce": tuple(pce_errors.HTTP), "vault": tuple(vault_errors.PATH_CODES)}
+# Errors a toolset gives a code of their own by class rather than by kind.
+CLASS_ERRORS = {"pce": tuple(pce_errors.BY_CLASS), "vault": tuple(vault_errors.BY_CLASS)}
 
 
 def code_and_message(body: dict[str, Any]) -> tuple[str, str]:
@@ -55,9 +55,7 @@ def vocabulary(tool: str) -> set[str]:
         if tool in {spec.name for spec in toolset.tools}:
             context = CallContext(tool, toolset.name, "r" * 32, "r" * 32)
             errors = [MemhubError(kind, "x") for kind in ErrorKind]
-            errors += [
-                MemhubError(ErrorKind.INVALID, "x", code=c) for c in DETAIL_CODES.get(toolset.name, ())
-            ]
+            errors += [cls("x") for cls in CLASS_ERRORS.get(toolset.name, ())]
             return {code_and_message(toolset.render_error(error, context))[0] for error in errors}
     raise AssertionError(f"{tool} is listed but belongs to no toolset")
 

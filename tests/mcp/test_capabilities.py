@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 
 from memhub.cli.container import build_container
 from tests.conftest import make_settings
-from tests.mcp.conftest import Pair
+from tests.pair import Pair
 from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio

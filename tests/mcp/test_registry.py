@@ -50,7 +50,7 @@ async def read_note(runtime: Runtime, caller: Principal, ident: str) -> str:
 ECHO = Toolset(
     "echo",
     render,
-    [ToolSpec("echo", "Echo text back.", EchoInput, EchoOutput, transactional(echo), read_only=True)],
+    (ToolSpec("echo", "Echo text back.", EchoInput, EchoOutput, transactional(echo), read_only=True),),
     instructions="Echo answers with what it was given.",
     resources=[ResourceSpec("echo://note/{id}", "note", "A note by id.", read_note)],
 )

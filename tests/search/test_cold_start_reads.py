@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from tests.conftest import make_settings
 from tests.helpers import ok
-from tests.mcp.conftest import backfill_running, settled
+from tests.pair import backfill_running, settled
 from tests.store.backends import Backend
 
 from memhub.cli.container import Container, build_container

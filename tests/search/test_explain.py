@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from tests.conftest import make_settings
 from tests.helpers import ok
-from tests.mcp.conftest import backfill_running, settled
+from tests.pair import backfill_running, settled
 from tests.store.backends import Backend
 
 from memhub.cli.container import build_container
@@ -57,7 +57,7 @@ async def test_explanations_equal_the_tools_ranking(tmp_path: Path, backend: Bac
             await settled(container)
             tool = (await ok(client, "search", type="semantic", query="deploy pipeline"))["memories"]
             me = Principal(container.principal.id, default_project="demo", via="dashboard")
-            found = await finder.search_all(runtime, me, "deploy pipeline")
+            found = await finder.search_all(runtime, me, "deploy pipeline", container.states)
         tasks.cancel_scope.cancel()
     explain = found.explanations["memory"]
     assert explain.stage == "assoc" and explain.terms == ["deploy", "pipeline"]

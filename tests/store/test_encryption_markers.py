@@ -18,7 +18,6 @@ from mcp import Client
 from memhub.cli.container import Container, build_container
 from memhub.core.models import Principal, Viewer
 from memhub.services.decisions import proposals, reflect
-from memhub.services.runtime import Call
 from memhub.store.rows import ItemQuery
 from memhub.store.sqlite.database import SqliteStore
 from tests.conftest import make_settings
@@ -137,8 +136,8 @@ async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(
     try:
         async with Client(container.server) as client:
             ids = await _write_everything(client, container)
-            call = Call(
-                container.runtime, Principal("alice", via="cli", default_project="demo"), "cli.reflect"
+            call = container.call(
+                "decisions", Principal("alice", via="cli", default_project="demo"), "cli.reflect"
             )
             (proposal,) = await reflect.reflect(call)
             store = container.runtime.store

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memhub.auth.tokens import JwtVerifier, looks_like_jwt
-from memhub.core.errors import forbidden
+from memhub.core.errors import Unauthorized
 from memhub.core.models import GlobalRole, Principal
 from memhub.store.base import Store
 
@@ -125,7 +125,5 @@ class Identity:
         if isinstance(principal, Principal):
             return principal
         if self.require_key:
-            raise forbidden(
-                "an API key is required (X-API-Key or Authorization: Bearer)", code="UNAUTHORIZED"
-            )
+            raise Unauthorized("an API key is required (X-API-Key or Authorization: Bearer)")
         return self.local

@@ -24,8 +24,7 @@ from memhub.mcp.server import build_mcp_server
 from memhub.mcp.toolkit import Toolset
 from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, make_embedder, vector_search_for
 from memhub.services.ratelimit import Limit, RateLimiter
-from memhub.services.runtime import Runtime
-from memhub.services.vault.state import VaultState
+from memhub.services.runtime import Call, Runtime
 from memhub.store.base import FileSize
 from memhub.store.crypto import parse_key
 from memhub.store.open import open_store
@@ -43,7 +42,12 @@ class Container:
     toolsets: tuple[str, ...]  # the toolsets served
     limiter: RateLimiter  # per principal (the call pipeline's)
     tool_classes: dict[str, str]  # tool name -> rate-limit class, for the HTTP layer
+    states: dict[str, object]  # toolset name -> its state (`Toolset.state`)
     sessions: SessionTable | None = None  # open HTTP sessions (built with the guard policy)
+
+    def call(self, toolset: str, principal: Principal, tool: str, **options: Any) -> Call:
+        """A call outside MCP (the CLI) with `toolset`'s state, as the pipeline makes them."""
+        return Call(self.runtime, principal, tool, state=self.states.get(toolset), **options)
 
     def gauges(self) -> dict[str, float]:
         """State read at scrape time for /metrics."""
@@ -178,13 +182,16 @@ def build_runtime(
     engine = SearchEngine(store, embedding, vectors)
     runtime = Runtime(
         store=store, search=engine, embedding=embedding, backfill=backfill, home=settings.home,
-        settings=settings,
         limiter=anyio.CapacityLimiter(4),
     )  # fmt: skip
-    runtime.vault = settings.vault_path
-    runtime.vault_state = VaultState(settings.vault_path, settings.user)
     _embedded_hooks(runtime, available)
     return runtime
+
+
+def build_states(settings: Settings, available: Sequence[Toolset] = registry.REGISTRY) -> dict[str, object]:
+    """Each toolset's state, made once per process from the settings (python-sdk's lifespan
+    context, one small object per toolset)."""
+    return {toolset.name: toolset.state(settings) for toolset in available if toolset.state is not None}
 
 
 def build_container(
@@ -192,6 +199,7 @@ def build_container(
 ) -> Container:
     served = tuple(toolset.name for toolset in registry.select(settings.toolsets, available))
     runtime = build_runtime(settings, available, check_store=check_store)
+    states = build_states(settings, available)
     with runtime.store.transaction(write=True) as tx:
         row = tx.ensure_principal(settings.user)
     principal = Principal(
@@ -206,11 +214,11 @@ def build_container(
     }
     limiter = RateLimiter(limits, lambda: runtime.clock.now().timestamp())
     server = build_mcp_server(
-        runtime, served, identity, metrics.observe, available=available, limiter=limiter
+        runtime, served, identity, metrics.observe, available=available, limiter=limiter, states=states
     )
     classes = {
         spec.name: spec.limit_class
         for toolset in registry.select(settings.toolsets, available)
         for spec in toolset.tools
     }
-    return Container(settings, runtime, server, principal, metrics, served, limiter, classes)
+    return Container(settings, runtime, server, principal, metrics, served, limiter, classes, states)

@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from memhub.cli.container import Container
-from memhub.core.errors import ErrorKind, MemhubError
-from memhub.mcp.toolkit import validation_message
+from memhub.core.errors import MemhubError
+from memhub.mcp.toolkit import invalid_arguments
 from memhub.services import decision_model
 from memhub.services.decision_model import STATUSES
 from memhub.services.decisions import errors, proposals, reflect, service
@@ -70,7 +70,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _call(container: Container, tool: str) -> Call:
     person = replace(container.principal, via="cli")
-    return Call(container.runtime, person, f"cli.{tool}")
+    return container.call("decisions", person, f"cli.{tool}")
 
 
 def _print(data: Any) -> None:
@@ -81,7 +81,7 @@ def _model(model: type[BaseModel], **values: Any) -> Any:
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        raise MemhubError(ErrorKind.INVALID, validation_message(exc)) from None
+        raise invalid_arguments(exc) from None
 
 
 async def _decision(container: Container, args: argparse.Namespace) -> int:

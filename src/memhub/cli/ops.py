@@ -63,7 +63,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _call(container: Container, tool: str, progress: ProgressBar | None = None) -> Call:
     person = replace(container.principal, via="cli")
-    return Call(container.runtime, person, f"cli.{tool}", progress=progress)
+    return container.call("assoc", person, f"cli.{tool}", progress=progress)
 
 
 async def run(container: Container, args: argparse.Namespace) -> int:

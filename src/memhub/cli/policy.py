@@ -17,7 +17,7 @@ from memhub.cli.container import Container
 from memhub.core.errors import invalid
 from memhub.services.pce import models as m
 from memhub.services.pce import policies
-from memhub.services.runtime import Call
+from memhub.services.pce.config import PceConfig
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +43,7 @@ async def run(container: Container, args: argparse.Namespace) -> int:
         raise invalid(f"policy {args.action} needs a YAML file")
     text = Path(args.path).read_text(encoding="utf-8")
     if args.action == "sign":
-        key = runtime.config.pce_policy_hmac_key
+        key = PceConfig.from_settings(container.settings).policy_hmac_key
         if not key or not args.approver:
             raise invalid("policy sign needs MEMHUB_PCE_POLICY_HMAC_KEY and --approver")
         print(policies.sign(key, args.approver, text, await policies.version_in_force(runtime)))
@@ -58,7 +58,7 @@ async def run(container: Container, args: argparse.Namespace) -> int:
             "signature": args.signature,
         }
     )
-    call = Call(runtime, replace(container.principal, via="cli"), "cli.policy.apply")
+    call = container.call("pce", replace(container.principal, via="cli"), "cli.policy.apply")
     result = await policies.apply(call, request)
     applied = not (args.dry_run or args.validate_only)
     print(json.dumps({"version": result.data.version, "applied": applied, "in_force": result.policy_version}))

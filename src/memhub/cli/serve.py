@@ -18,6 +18,7 @@ from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings
 from memhub.mcp.stdio import serve_stdio
 from memhub.services.backups import DailyBackups
+from memhub.services.vault.state import VaultState
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,9 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
         guard=policy,
     )
     if "http" in listener.transports:  # the web dashboard at / (http/dashboard/)
-        app = with_dashboard(app, container.runtime, policy, secure=bool(settings.tls_cert))
+        app = with_dashboard(
+            app, container.runtime, policy, secure=bool(settings.tls_cert), states=container.states
+        )
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -118,8 +121,8 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
 
 async def _sweep_vault(container: Container) -> None:
     """At start, beside the transports: delete temporary files of vault writes that were killed."""
-    state = container.runtime.vault_state
-    if state is None or "vault" not in container.toolsets:
+    state = container.states.get("vault")
+    if not isinstance(state, VaultState) or "vault" not in container.toolsets:
         return
     try:
         await anyio.to_thread.run_sync(state.sweep)

@@ -1,10 +1,22 @@
-"""The one exception family services raise; each toolset renders it in its own seed's vocabulary."""
+"""The one exception family services raise; each toolset renders it in its own seed's vocabulary.
+
+A `MemhubError` has a kind (what went wrong, for any toolset). A failure a toolset's seed
+names on its own (seed 001's `invalid_path`, seed 002's `Isolation Violation`, seed 000's
+`BOUNDARY_DENIED`) is a small subclass of `MemhubError`; a renderer finds its code by class,
+walking the error's MRO (`lookup`, as starlette finds exception handlers), and falls back to
+the kind. Nothing decides anything from an error's message text or from string codes in
+its details.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar, TypeVar
+
+T = TypeVar("T")
+E = TypeVar("E", bound=BaseException)
 
 
 class ErrorKind(StrEnum):
@@ -42,6 +54,42 @@ class MemhubError(Exception):
         self.kind = kind
         self.message = message
         self.details = details
+
+
+class KindError(MemhubError):
+    """A `MemhubError` whose subclass fixes its kind: `raise InvalidPath("...")`."""
+
+    KIND: ClassVar[ErrorKind] = ErrorKind.INTERNAL
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(self.KIND, message, **details)
+
+
+class Unauthorized(KindError):
+    """The caller did not prove who it is (no or a bad key), or may not act as it asked."""
+
+    KIND = ErrorKind.FORBIDDEN
+
+
+class InvalidArguments(KindError):
+    """A tool's arguments do not match its input model. `field`: the top-level parameter of
+    the first problem reported as `field: message` (None when the first problem is a missing
+    or unknown parameter)."""
+
+    KIND = ErrorKind.INVALID
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def lookup(error: BaseException, table: Mapping[type[E], T]) -> T | None:
+    """The entry of the most specific class of `error` in `table` (its MRO order), or None."""
+    for cls in type(error).__mro__:
+        for key, value in table.items():
+            if key is cls:
+                return value
+    return None
 
 
 def invalid(message: str, **details: Any) -> MemhubError:

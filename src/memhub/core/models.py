@@ -30,6 +30,19 @@ class Scope(StrEnum):
     SESSION = "session"
 
 
+class Kind(StrEnum):
+    """What an item of the one store is, whichever toolset wrote it."""
+
+    MEMORY = "memory"  # assoc (seed 003)
+    NOTE = "note"  # a section of a vault note (seed 001), indexed for search
+    TOPIC = "topic"  # discussion (seed 004)
+    LOG = "log"  # discussion
+    DECISION = "decision"  # the one decision model (seeds 002 and 004)
+    DEPRECATION = "deprecation"  # a record retiring a decision (its body: the reason)
+    CLAIM = "claim"  # pce (seed 000)
+    ENTITY = "entity"  # pce: something claims mention
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
     """The caller of a tool: a local user (stdio), an API-key holder (HTTP) or a person at the CLI."""

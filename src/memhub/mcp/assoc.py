@@ -21,7 +21,7 @@ async def _memory(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     return await MEMORY_ACTIONS[args.action](call, args)
 
 
-TOOLS = [
+TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the checker
     ToolSpec(
         "memory",
         "Durable memories, linked to similar and recent ones (associations).",
@@ -100,7 +100,7 @@ TOOLS = [
         timeout_s=3600.0,  # a reindex of a large store embeds every item again
         rate_class="admin",
     ),
-]
+)
 
 TOOLSET = Toolset(
     "assoc",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memhub.mcp.toolkit import Toolset, ToolSpec
 from memhub.services.decisions import errors, proposals, service
 from memhub.services.decisions import models as m
+from memhub.services.decisions.config import DecisionsConfig
 from memhub.services.runtime import Call
 
 WRITE_PAYLOAD = 256 * 1024
@@ -14,7 +15,7 @@ async def _accept(call: Call, args: m.AcceptInput) -> m.BaseResponse:
     return await proposals.accept(call, args.proposal_id, args.secret)
 
 
-TOOLS = [
+TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the checker
     ToolSpec(
         "record_decision",
         "Record a decision (marked [via MCP]) in the current project. Its text never changes.",
@@ -59,7 +60,7 @@ TOOLS = [
         rate_class="admin",
         max_payload=4 * 1024,
     ),
-]
+)
 
 TOOLSET = Toolset(
     "decisions",
@@ -70,4 +71,5 @@ TOOLSET = Toolset(
         "decision rather than recording a contradicting one. strict search returns only current "
         "decisions. Your decisions carry [via MCP]; people's decisions outrank them."
     ),
+    state=DecisionsConfig.from_settings,
 )

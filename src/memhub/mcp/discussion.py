@@ -9,7 +9,7 @@ from memhub.services.discussion import service as s
 
 _IMMUTABLE = " Immutable."  # the toolset's instructions say it in full
 
-TOOLS = [
+TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the checker
     ToolSpec(
         "add-project",
         "Add a project (unique name); you become its owner." + _IMMUTABLE,
@@ -127,7 +127,7 @@ TOOLS = [
         read_only=True,
         title="Search decisions",
     ),
-]
+)
 
 TOOLSET = Toolset(
     "discussion",

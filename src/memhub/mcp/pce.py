@@ -8,6 +8,7 @@ from memhub.mcp.toolkit import ResourceSpec, Toolset, ToolSpec
 from memhub.policy.redact import redact_secrets
 from memhub.services.pce import boundary, claims, contexts, errors, feedback, policies, retrieval
 from memhub.services.pce import models as m
+from memhub.services.pce.config import PceConfig
 from memhub.services.runtime import Call, Runtime
 
 KB = 1024
@@ -37,7 +38,7 @@ async def policy_version(runtime: Runtime) -> str:
     return await runtime.in_thread(read)
 
 
-TOOLS = [
+TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the checker
     ToolSpec(
         "pce.memory.activate",
         "Build an active context: the claims that matter for a task, ranked and boundary-checked "
@@ -114,7 +115,7 @@ TOOLS = [
         timeout_s=10.0,
         rate_class="admin",
     ),
-]
+)
 
 TOOLSET = Toolset(
     "pce",
@@ -141,4 +142,5 @@ TOOLSET = Toolset(
         ),
     ],
     policy_version=policy_version,
+    state=PceConfig.from_settings,
 )

@@ -12,7 +12,7 @@ stops it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -79,10 +79,12 @@ def build_mcp_server(
     output_filters: Sequence[OutputFilter] = (),
     available: Sequence[Toolset] = registry.REGISTRY,
     limiter: RateLimiter | None = None,
+    states: Mapping[str, object] | None = None,
 ) -> Server[Any]:
+    """`states`: each toolset's state (`Toolset.state`), made by the composition root."""
     served = registry.select(toolsets, available)
-    pipeline = Pipeline(runtime, observe, output_filters, limiter)
-    tools: dict[str, tuple[ToolSpec, Toolset]] = {}
+    pipeline = Pipeline(runtime, observe, output_filters, limiter, dict(states or {}))
+    tools: dict[str, tuple[ToolSpec[Any, Any], Toolset]] = {}
     for toolset in served:
         for spec in toolset.tools:
             if spec.name in tools:

@@ -21,22 +21,26 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
 
 import anyio
 import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
-from memhub.core.errors import CallContext, ErrorKind, MemhubError
+from memhub.core.errors import CallContext, ErrorKind, InvalidArguments, MemhubError
 from memhub.core.models import Principal
+from memhub.core.settings import Settings
 from memhub.mcp.schema import compact_schema
 from memhub.services.ratelimit import RateLimiter
 from memhub.services.runtime import Call, Progress, Runtime
+from memhub.store.base import Tx
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Call, Any], Awaitable[BaseModel]]
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
+Handler = Callable[[Call, InT], Awaitable[OutT]]  # (call, validated input) -> output model
 ErrorRenderer = Callable[[MemhubError, CallContext], dict[str, Any]]
 OutputFilter = Callable[[Call, dict[str, Any]], dict[str, Any]]  # e.g. redaction before send
 IdentityResolver = Callable[[Any], Principal]  # transport request (None on stdio) -> caller
@@ -45,17 +49,23 @@ CallObserver = Callable[[str, str, float], None]  # (tool, outcome, seconds): me
 # (runtime, [(item id, unit vector)]) -> anything (e.g. link the new memories to neighbours).
 EmbeddedHook = Callable[[Runtime, list[tuple[int, Any]]], Awaitable[object]]
 
+StateFactory = Callable[[Settings], object]
+
 DEFAULT_PAYLOAD = 1_048_576  # bytes of JSON arguments a call may carry unless its tool says otherwise
 DEFAULT_TIMEOUT = 30.0  # seconds
 
 
 @dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(Generic[InT, OutT]):
+    """One tool. Generic over its input and output models, so the type checker rejects a
+    handler that takes another input model or returns another output model than the spec
+    publishes (tests/mcp/test_typed_specs.py runs mypy on such a spec)."""
+
     name: str
     description: str
-    input_model: type[BaseModel]
-    output_model: type[BaseModel]
-    handler: Handler
+    input_model: type[InT]
+    output_model: type[OutT]
+    handler: Handler[InT, OutT]
     read_only: bool
     destructive: bool = False
     idempotent: bool = False
@@ -74,13 +84,16 @@ class ToolSpec:
 class Toolset:
     name: str
     render_error: ErrorRenderer
-    tools: Sequence[ToolSpec]
+    tools: Sequence[ToolSpec[Any, Any]]
     instructions: str = ""  # what an agent should know about these tools (server instructions)
     output_filter: OutputFilter | None = None  # applied to every successful result of its tools
     resources: Sequence[ResourceSpec] = ()
     on_embedded: EmbeddedHook | None = None  # background work after items get vectors
     # The policy version an error body reports (seed 000's envelope); read only when a call fails.
     policy_version: Callable[[Runtime], Awaitable[str]] | None = None
+    # The toolset's own state, made once per process from the settings by the composition root
+    # (a small config object, the vault's caches); each of its calls gets it as `Call.state`.
+    state: StateFactory | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +149,16 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(parts[:8])
 
 
+def invalid_arguments(exc: ValidationError) -> InvalidArguments:
+    """The INVALID error of a call whose arguments failed validation; it names the parameter
+    of the first problem, so a toolset can give it its own code (pce's INVALID_SCOPE)."""
+    first = exc.errors(include_url=False)[:1]
+    field = None
+    if first and first[0]["loc"] and first[0]["type"] not in ("missing", "extra_forbidden"):
+        field = str(first[0]["loc"][0])
+    return InvalidArguments(validation_message(exc), field=field)
+
+
 def _payload_size(arguments: Mapping[str, Any]) -> int:
     try:
         return len(
@@ -145,7 +168,7 @@ def _payload_size(arguments: Mapping[str, Any]) -> int:
         return math.inf  # type: ignore[return-value]  # not JSON at all: over any limit
 
 
-def _rate_limit(pipeline: Pipeline, principal: Principal, spec: ToolSpec) -> None:
+def _rate_limit(pipeline: Pipeline, principal: Principal, spec: ToolSpec[Any, Any]) -> None:
     if pipeline.limiter is None:
         return
     verdict = pipeline.limiter.take(principal.id, spec.limit_class)
@@ -182,10 +205,11 @@ class Pipeline:
     observe: CallObserver | None = None
     output_filters: Sequence[OutputFilter] = ()
     limiter: RateLimiter | None = None
+    states: Mapping[str, object] = field(default_factory=dict)  # toolset name -> its state
 
 
 async def invoke(
-    spec: ToolSpec,
+    spec: ToolSpec[Any, Any],
     toolset: Toolset,
     pipeline: Pipeline,
     principal: Principal,
@@ -204,6 +228,7 @@ async def invoke(
         read_only=spec.read_only,
         trace_id=trace_id,
         deadline=time.monotonic() + spec.timeout_s,
+        state=pipeline.states.get(toolset.name),
     )
     call.detail["request_id"] = call.request_id
     context = CallContext(spec.name, toolset.name, call.request_id, call.trace_id)
@@ -219,7 +244,7 @@ async def invoke(
             try:
                 args = spec.input_model.model_validate(dict(arguments))
             except ValidationError as exc:
-                raise MemhubError(ErrorKind.INVALID, validation_message(exc)) from None
+                raise invalid_arguments(exc) from None
             with anyio.fail_after(spec.timeout_s):
                 output = await spec.handler(call, args)
         except TimeoutError:
@@ -259,7 +284,7 @@ async def _with_policy_version(toolset: Toolset, runtime: Runtime, context: Call
         return context
 
 
-def published_tool(spec: ToolSpec) -> types.Tool:
+def published_tool(spec: ToolSpec[Any, Any]) -> types.Tool:
     """The tool as `tools/list` shows it: compact input and output schemas, annotations.
 
     An output schema that says no more than "an object" is left out (the result is still
@@ -275,7 +300,7 @@ def published_tool(spec: ToolSpec) -> types.Tool:
     )
 
 
-def tool_hints(spec: ToolSpec) -> types.ToolAnnotations | None:
+def tool_hints(spec: ToolSpec[Any, Any]) -> types.ToolAnnotations | None:
     """The behaviour hints clients act on. A destructive tool that writes is exactly what the
     MCP defaults say (readOnlyHint false, destructiveHint true), so it publishes none; the
     others state both. Idempotent only when true; no repeated title; no `openWorldHint`
@@ -290,11 +315,11 @@ def tool_hints(spec: ToolSpec) -> types.ToolAnnotations | None:
     )
 
 
-def transactional(fn: Callable[[Any, Principal, Any], BaseModel]) -> Handler:
+def transactional(fn: Callable[[Tx, Principal, InT], OutT]) -> Handler[InT, OutT]:
     """A handler running a service function `fn(tx, actor, args)` in the call's one
     transaction: a read transaction for a read-only tool, a write transaction otherwise."""
 
-    async def handler(call: Call, args: Any) -> BaseModel:
+    async def handler(call: Call, args: InT) -> OutT:
         return await call.run(lambda tx: fn(tx, call.principal, args))
 
     return handler

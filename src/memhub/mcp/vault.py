@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from memhub.core.settings import Settings
 from memhub.mcp.toolkit import Toolset, ToolSpec
 from memhub.services.vault import audit, errors, find, reading, search, writing
 from memhub.services.vault import config as c
 from memhub.services.vault import models as m
+from memhub.services.vault.state import VaultState
 
 _FLOW = " Flow: find, scan, coverage, audit; follow next_actions until stop."
 
-TOOLS = [
+TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the checker
     ToolSpec(
         "vault_ls",
         "List one folder of the vault (files with their size, folders), by name.",
@@ -118,6 +120,11 @@ TOOLS = [
         read_only=True,
         title="Search notes",
     ),
-]
+)
 
-TOOLSET = Toolset("vault", errors.render, TOOLS)
+
+def vault_state(settings: Settings) -> VaultState:
+    return VaultState(settings.vault_path, settings.user)
+
+
+TOOLSET = Toolset("vault", errors.render, TOOLS, state=vault_state)

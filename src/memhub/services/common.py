@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
-MAX_ID = 2**63 - 1  # SQLite INTEGER; larger values would overflow the driver
+from memhub.core.ids import MAX_ID
 
 # Free-form JSON parameters (metadata, filter criteria): readers (the SDK client's JSON parser among
 # them) must never meet data deeper or larger than this.

@@ -17,22 +17,20 @@ when a `deprecates` link points at it, `draft` when it was recorded as a draft, 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memhub.core.hashing import content_hash
-from memhub.core.models import Principal, Scope, Viewer
+from memhub.core.ids import DEC
+from memhub.core.models import Kind, Principal, Scope, Viewer
 from memhub.services import graph
 from memhub.store.base import ItemRow, NewItem, Tx
 
-DECISION = "decision"
 SUPERSEDES = "supersedes"  # new decision -> the decision it replaces
 DEPRECATES = "deprecates"  # a deprecation record -> the decision it retires
-DEPRECATION = "deprecation"  # the kind of a deprecation record (its body: the reason)
 STATUSES = ("active", "superseded", "deprecated", "draft")
 VIA_MCP = "[via MCP]"  # how an agent's decision is shown (seed 002)
-ID_PREFIX = "dec_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,21 +56,8 @@ class DecisionRecord:
 
     @property
     def public_id(self) -> str:
-        return public_id(self.id)
-
-
-def public_id(item_id: int) -> str:
-    """`dec_42`: how the decisions toolset shows a decision id (discussion shows 42)."""
-    return f"{ID_PREFIX}{item_id}"
-
-
-def parse_id(text: str) -> int | None:
-    """`dec_42` or `42` -> 42; anything else -> None."""
-    raw = text.strip().removeprefix(ID_PREFIX)
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
-        return None
-    value = int(raw)
-    return value if value >= 1 else None
+        """`dec_42`: how the decisions toolset shows a decision id (discussion shows 42)."""
+        return DEC(self.id)
 
 
 def marked(text: str, via: str) -> str:
@@ -94,41 +79,43 @@ def target_of(row: ItemRow) -> str:
     return str(target) if target else (row.title or "")
 
 
-def create(
-    tx: Tx,
-    actor: Principal,
-    *,
-    project_id: int,
-    title: str,
-    rationale: str,
-    target: str,
-    origin: str,
-    topic_id: int | None = None,
-    consequences: Sequence[str] = (),
-    draft: bool = False,
-    supersedes: Sequence[int] = (),
-    extra: dict[str, Any] | None = None,
-) -> ItemRow:
+@dataclass(frozen=True, slots=True)
+class NewDecision:
+    """A decision to record, whichever toolset records it."""
+
+    project_id: int
+    title: str
+    rationale: str
+    target: str  # what it is about: the key of dedup and supersede chains
+    origin: str  # the toolset (or "proposal") that records it
+    topic_id: int | None = None  # the discussion topic it closes
+    consequences: Sequence[str] = ()
+    draft: bool = False
+    supersedes: Sequence[int] = ()  # the decisions it replaces
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more attrs (the proposal it came from)
+
+
+def create(tx: Tx, actor: Principal, new: NewDecision) -> ItemRow:
     """Record one decision (and its `supersedes` links) in the caller's transaction."""
-    attrs: dict[str, Any] = {**(extra or {}), "origin": origin, "via": actor.via, "target": target}
-    if consequences:
-        attrs["consequences"] = list(consequences)
-    if draft:
+    attrs: dict[str, Any] = {**new.extra, "origin": new.origin, "via": actor.via, "target": new.target}
+    if new.consequences:
+        attrs["consequences"] = list(new.consequences)
+    if new.draft:
         attrs["draft"] = True
     row = tx.insert_item(
         NewItem(
-            kind=DECISION,
+            kind=Kind.DECISION,
             owner=actor.id,
             scope=Scope.PROJECT,
-            project_id=project_id,
-            parent_id=topic_id,
-            title=title,
-            body=rationale,
+            project_id=new.project_id,
+            parent_id=new.topic_id,
+            title=new.title,
+            body=new.rationale,
             attrs=attrs,
-            content_hash=content_hash(title, rationale),
+            content_hash=content_hash(new.title, new.rationale),
         )
     )
-    for old in supersedes:
+    for old in new.supersedes:
         tx.upsert_link(row.id, old, SUPERSEDES, None, 1.0)
     return row
 
@@ -139,11 +126,11 @@ def deprecate(tx: Tx, actor: Principal, decision: DecisionRecord, reason: str) -
     assert decision.project_id is not None
     row = tx.insert_item(
         NewItem(
-            kind=DEPRECATION,
+            kind=Kind.DEPRECATION,
             owner=actor.id,
             scope=Scope.PROJECT,
             project_id=decision.project_id,
-            title=f"deprecates {public_id(decision.id)}",
+            title=f"deprecates {DEC(decision.id)}",
             body=reason,
             attrs={"via": actor.via},
             content_hash=content_hash(str(decision.id), reason),
@@ -158,7 +145,9 @@ def chains(
 ) -> graph.Walk:
     """The supersede chains through `starts`: every decision the viewer may read within `depth`
     `supersedes` hops (either direction), with the links between them (the one graph walk)."""
-    return graph.walk(tx, viewer, starts, [SUPERSEDES], depth=depth, kinds=(DECISION,), max_nodes=max_nodes)
+    return graph.walk(
+        tx, viewer, starts, [SUPERSEDES], depth=depth, kinds=(Kind.DECISION,), max_nodes=max_nodes
+    )
 
 
 def records(tx: Tx, rows: Sequence[ItemRow]) -> list[DecisionRecord]:

@@ -21,7 +21,6 @@ import anyio
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.core.models import Principal
-from memhub.core.settings import Settings
 from memhub.services.deferred import DeferredWrites
 from memhub.store.base import Store, Tx
 
@@ -29,16 +28,18 @@ if TYPE_CHECKING:
     from memhub.search.backfill import Readiness
     from memhub.search.embedding import EmbeddingService
     from memhub.search.engine import SearchEngine, VectorBackfill
-    from memhub.services.vault.state import VaultState
 
 T = TypeVar("T")
+S = TypeVar("S")
 SETTLE_SECONDS = 1.5  # a read that depends on vectors waits at most this long (model load, pending vectors)
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 @dataclass
 class Runtime:
-    """The shared objects of one server process, wired by a composition root."""
+    """The shared objects of one server process, wired by a composition root. What only one
+    toolset needs (its settings, the vault's caches) is not here: it is that toolset's state
+    (`Toolset.state`), handed to its calls as `Call.state`."""
 
     store: Store
     clock: Clock = field(default_factory=SystemClock)
@@ -46,9 +47,6 @@ class Runtime:
     embedding: EmbeddingService | None = None
     backfill: VectorBackfill | None = None
     home: Path | None = None  # where backups go by default
-    vault: Path | None = None  # the vault root (seed 001)
-    vault_state: VaultState | None = None  # its caches and store index, built with `vault`
-    settings: Settings | None = None  # the process's settings (decision cooldown, review window, secret)
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(4))
     deferred: DeferredWrites = field(init=False)
 
@@ -58,13 +56,6 @@ class Runtime:
     async def in_thread(self, fn: Callable[[], T]) -> T:
         """Run blocking work (SQLite, numpy) off the event loop."""
         return await anyio.to_thread.run_sync(fn, limiter=self.limiter)
-
-    @property
-    def config(self) -> Settings:
-        """The settings this runtime was built with (defaults, rooted at `home`, when none were given)."""
-        if self.settings is not None:
-            return self.settings
-        return Settings(home=self.home) if self.home is not None else Settings()
 
     def now(self) -> str:
         return isoformat(self.clock.now())
@@ -113,10 +104,17 @@ class Call:
     trace_id: str = ""
     deadline: float | None = None  # time.monotonic() after which nothing may be committed
     at: str = ""  # when the call began (its audit event's time)
+    state: object = None  # its toolset's state (`Toolset.state`: a small config, the vault's caches)
 
     def __post_init__(self) -> None:
         self.trace_id = self.trace_id or self.request_id
         self.at = self.at or self.runtime.now()
+
+    def state_of(self, kind: type[S]) -> S:
+        """The call's toolset state, typed: `call.state_of(PceConfig)`."""
+        if not isinstance(self.state, kind):
+            raise MemhubError(ErrorKind.UNAVAILABLE, f"{self.tool} is not configured in this process")
+        return self.state
 
     async def catch_up(
         self, pending: str, *, search: bool = True, timeout: float = SETTLE_SECONDS

@@ -1,8 +1,8 @@
 """The storage contract every backend implements, split by concern.
 
 A `Tx` is one transaction; a tool call does all its writes through one `Tx`, so a failed
-call changes nothing. `Tx` is the union of six narrow protocols (items, people, links,
-vectors, audit, maintenance); code that needs one concern may ask for just that one.
+call changes nothing. `Tx` is the union of seven narrow protocols (items, people, links,
+vectors, audit, maintenance, pce); code that needs one concern may ask for just that one.
 
 Every read of items takes a `Viewer` and applies the backend's single visibility filter
 (scope, project membership, session, owner, boundary class, expiry), written once for every

@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import jwt
@@ -44,7 +44,12 @@ from memhub.http.dashboard import pages
 from memhub.http.dashboard.sessions import COOKIE, Session, Sessions
 from memhub.http.guard import GuardMiddleware, GuardPolicy
 from memhub.services.ratelimit import Verdict
-from memhub.services.runtime import Runtime
+from memhub.services.runtime import Call, Runtime
+
+S = TypeVar("S")
+# a page tool's toolset, by its name: its calls get that toolset's state
+TOOLSET_OF = {"dashboard.vault_": "vault", "dashboard.accept_proposal": "decisions",
+              "dashboard.reject_proposal": "decisions", "dashboard.proposals": "decisions"}  # fmt: skip
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
@@ -88,13 +93,30 @@ class Context:
     def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         return self.dash.render(self.request, template, status, session=self.session, me=self, **values)
 
+    def call(self, tool: str, **options: Any) -> Call:
+        """A call of the page's tool with its toolset's state (`dashboard.vault_read`: vault's)."""
+        toolset = next((t for prefix, t in TOOLSET_OF.items() if tool.startswith(prefix)), "")
+        return Call(self.runtime, self.principal, tool, state=self.dash.states.get(toolset), **options)
+
+    def state_of(self, kind: type[S]) -> S:
+        """A toolset's state by its type (a page showing the decisions review window, say)."""
+        return next(s for s in self.dash.states.values() if isinstance(s, kind))
+
 
 Handler = Callable[[Context], Awaitable[Response]]
 
 
 class Dashboard:
-    def __init__(self, runtime: Runtime, policy: GuardPolicy, *, secure: bool = False) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        policy: GuardPolicy,
+        *,
+        secure: bool = False,
+        states: Mapping[str, object] | None = None,
+    ) -> None:
         self.runtime = runtime
+        self.states = dict(states or {})  # toolset name -> its state (`Toolset.state`)
         self.policy = policy
         self.secure = secure
         self.sessions = Sessions()
@@ -361,11 +383,18 @@ class _Split:
             await self.api(scope, receive, send)
 
 
-def with_dashboard(api: ASGIApp, runtime: Runtime, policy: GuardPolicy, *, secure: bool = False) -> ASGIApp:
+def with_dashboard(
+    api: ASGIApp,
+    runtime: Runtime,
+    policy: GuardPolicy,
+    *,
+    secure: bool = False,
+    states: Mapping[str, object] | None = None,
+) -> ASGIApp:
     """`api` (a listener's guarded app) with the dashboard in front of it. The dashboard's own
     guard checks Host, Origin and body size like the API's; credentials are the login form's
     (`key_from_headers` is not consulted: a browser sends none)."""
-    dashboard = Dashboard(runtime, policy, secure=secure)
+    dashboard = Dashboard(runtime, policy, secure=secure, states=states)
     front = replace(policy, authenticate=None, local=None)
     guarded = GuardMiddleware(_Headers(dashboard.app()), front)
     return _Split(guarded, api)

@@ -18,6 +18,7 @@ from memhub.services.assoc import visualize as assoc_visualize
 from memhub.services.dashboard import admin, details, finder
 from memhub.services.dashboard.overview import OverviewCache, engine_state
 from memhub.services.decisions import proposals
+from memhub.services.decisions.config import DecisionsConfig
 from memhub.services.runtime import Call
 from memhub.services.vault import models as vault_models
 from memhub.services.vault import reading as vault_reading
@@ -77,7 +78,7 @@ class Pages:
     @staticmethod
     async def _read(c: Context, tool: str, fn: Callable[[Tx, Call], T]) -> T:
         """`fn` in a read transaction, audited like a read tool call (deferred)."""
-        call = Call(c.runtime, c.principal, f"dashboard.{tool}", read_only=True)
+        call = c.call(f"dashboard.{tool}", read_only=True)
         result = await call.read(lambda tx: fn(tx, call))
         await call.record("ok")
         return result
@@ -90,7 +91,7 @@ class Pages:
         query = c.request.query_params.get("q", "").strip()
         if len(query) > MAX_QUERY:
             raise invalid(f"the query is longer than {MAX_QUERY} characters")
-        found = await finder.search_all(c.runtime, c.principal, query) if query else None
+        found = await finder.search_all(c.runtime, c.principal, query, c.dash.states) if query else None
         return c.render("search.html", query=query, found=found, groups=finder.GROUPS, hidden_labels=HIDDEN)
 
     async def item(self, c: Context) -> Response:
@@ -109,13 +110,13 @@ class Pages:
         return c.render(
             "proposals.html",
             queue=queue,
-            window=c.runtime.config.review_window_s,
+            window=c.state_of(DecisionsConfig).review_window_s,
             done=c.request.query_params,
         )
 
     async def accept(self, c: Context) -> Response:
         name = c.request.path_params["name"]
-        call = Call(c.runtime, c.principal, "dashboard.accept_proposal")
+        call = c.call("dashboard.accept_proposal")
         result = await proposals.accept(call, name)  # the tool's checks: admin, window, once
         return RedirectResponse(
             f"/ui/proposals?accepted={_safe(result.message or 'accepted')}", status_code=303
@@ -125,7 +126,7 @@ class Pages:
         name = c.request.path_params["name"]
         form = await c.request.form()
         reason = form.get("reason")
-        call = Call(c.runtime, c.principal, "dashboard.reject_proposal")
+        call = c.call("dashboard.reject_proposal")
         await proposals.reject(call, name, reason if isinstance(reason, str) else "")
         return RedirectResponse(f"/ui/proposals?rejected={_safe(name)}", status_code=303)
 
@@ -142,7 +143,7 @@ class Pages:
 
     async def vault(self, c: Context) -> Response:
         folder = c.request.query_params.get("dir") or None
-        call = Call(c.runtime, c.principal, "dashboard.vault_ls", read_only=True)
+        call = c.call("dashboard.vault_ls", read_only=True)
         listed = await vault_reading.vault_ls(call, vault_models.LsInput(relative_dir=folder))
         return c.render(
             "vault.html", folder=folder or "", entries=listed.entries, parent=_parent(folder or "")
@@ -150,7 +151,7 @@ class Pages:
 
     async def note(self, c: Context) -> Response:
         path = c.request.query_params.get("path", "")
-        call = Call(c.runtime, c.principal, "dashboard.vault_read", read_only=True)
+        call = c.call("dashboard.vault_read", read_only=True)
         read = await vault_reading.vault_read(call, vault_models.ReadInput(path=path, full=True))
         shown = Markup(markdown.render(read.text, _parent(path)))
         return c.render("note.html", path=path, html=shown, truncated=read.truncated, parent=_parent(path))
@@ -167,7 +168,7 @@ class Pages:
             )
         except ValidationError:
             raise invalid("center must be a memory id such as mem_12") from None
-        call = Call(c.runtime, c.principal, "dashboard.visualize", read_only=True)
+        call = c.call("dashboard.visualize", read_only=True)
         out = await assoc_visualize.visualize(call, args)
         await call.record("ok")
         return Response(out.content, media_type="image/svg+xml")
@@ -182,20 +183,20 @@ class Pages:
     async def create_key(self, c: Context) -> Response:
         form = await c.request.form()
         name = str(form.get("name") or "").strip()
-        call = Call(c.runtime, c.principal, "dashboard.apikey_create")
+        call = c.call("dashboard.apikey_create")
         key = await call.transact(lambda tx: admin.create_key(tx, call, name, form.get("admin") == "on"))
         return await self.admin(c, created=(name, key))  # shown once, in this answer only
 
     async def revoke_key(self, c: Context) -> Response:
         name = c.request.path_params["name"]
-        call = Call(c.runtime, c.principal, "dashboard.apikey_revoke")
+        call = c.call("dashboard.apikey_revoke")
         await call.transact(lambda tx: admin.revoke_key(tx, call, name))
         return RedirectResponse("/ui/admin", status_code=303)
 
     async def audit(self, c: Context, report: Any = None) -> Response:
         q = c.request.query_params
         before = q.get("before", "")
-        call = Call(c.runtime, c.principal, "dashboard.audit", read_only=True)
+        call = c.call("dashboard.audit", read_only=True)
         filters = {
             "who": q.get("who", "")[:200],
             "tool": q.get("tool", "")[:200],
@@ -208,7 +209,7 @@ class Pages:
         return c.render("audit.html", page=page, filters=filters, report=report)
 
     async def verify(self, c: Context) -> Response:
-        call = Call(c.runtime, c.principal, "dashboard.audit_verify", read_only=True)
+        call = c.call("dashboard.audit_verify", read_only=True)
         report = await c.runtime.in_thread(lambda: admin.verify(c.runtime, call))
         await call.record("ok")
         return await self.audit(c, report)

@@ -14,10 +14,10 @@ from dataclasses import replace
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import forbidden, invalid, not_found
+from memhub.core.ids import PROJ
+from memhub.core.models import Kind
 from memhub.services import access, ops
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY
-from memhub.services.assoc.ids import parse_proj
 from memhub.services.runtime import Call
 from memhub.store.base import BACKUP_PARTS, ItemQuery, Tx
 
@@ -54,14 +54,14 @@ async def _migrate(call: Call, args: m.AdminInput) -> m.AdminOutput:
         raise invalid(f"filter_criteria keys must be among {sorted(allowed)}")
 
     def work(tx: Tx) -> m.AdminOutput:
-        query = ItemQuery(kinds=(MEMORY,), scopes=[config.source_domain], limit=1_000_000)
+        query = ItemQuery(kinds=(Kind.MEMORY,), scopes=[config.source_domain], limit=1_000_000)
         try:
             if criteria.get("category"):
                 query = replace(query, categories=[str(criteria["category"])])
             if criteria.get("tags"):
                 query = replace(query, tags_any=[str(t) for t in criteria["tags"]])
             if criteria.get("project_id"):
-                query = replace(query, project_id=parse_proj(str(criteria["project_id"])))
+                query = replace(query, project_id=PROJ.require(str(criteria["project_id"])))
             if criteria.get("owner"):
                 query = replace(query, owner=str(criteria["owner"]))
             if criteria.get("after"):
@@ -74,7 +74,7 @@ async def _migrate(call: Call, args: m.AdminInput) -> m.AdminOutput:
         if config.target_domain == "project":
             if not criteria.get("target_project_id"):
                 raise invalid("moving into the project domain needs filter_criteria.target_project_id")
-            target_project = parse_proj(str(criteria["target_project_id"]))
+            target_project = PROJ.require(str(criteria["target_project_id"]))
             if tx.get_project(target_project) is None:
                 raise not_found(f"project {criteria['target_project_id']} not found")
         if config.target_domain == "session":

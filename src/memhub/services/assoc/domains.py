@@ -7,15 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memhub.core.errors import forbidden, invalid, not_found
-from memhub.core.models import Principal, Scope
+from memhub.core.ids import MEM, NOTE, PROJ, parse_session
+from memhub.core.models import Kind, Principal, Scope
 from memhub.services import access
 from memhub.services.access import Need
 from memhub.services.assoc import models as m
-from memhub.services.assoc.ids import mem_id, parse_mem, parse_proj, parse_session, proj_id
 from memhub.store.base import ItemQuery, ItemRow, Tx
-
-MEMORY = "memory"
-VAULT_NOTE = "note"  # a section of a vault note (services/vault/index.py), found by semantic search
 
 
 @dataclass(frozen=True)
@@ -29,7 +26,7 @@ def writable_project(tx: Tx, actor: Principal, project_id: str | None) -> int:
     """The project (a `proj_…` id) a memory may be written to by `actor`."""
     if project_id is None:
         raise invalid("project_id is required for the project domain")
-    return access.project(tx, actor, parse_proj(project_id), Need.WRITE, label=project_id).project.id
+    return access.project(tx, actor, PROJ.require(project_id), Need.WRITE, label=project_id).project.id
 
 
 def target(
@@ -50,7 +47,7 @@ def check_filters(tx: Tx, actor: Principal, project_id: str | None, session_id: 
     """A project or session named as a filter must exist and be the caller's to read: an
     unknown or malformed id is an error, not an empty result."""
     if project_id is not None:
-        access.project(tx, actor, parse_proj(project_id), Need.READ, label=project_id)
+        access.project(tx, actor, PROJ.require(project_id), Need.READ, label=project_id)
     if session_id is not None:
         session = tx.get_session(parse_session(session_id))
         if session is None or session.principal != actor.id:
@@ -60,9 +57,9 @@ def check_filters(tx: Tx, actor: Principal, project_id: str | None, session_id: 
 def memories_in(domain: str | None, project_id: str | None, session_id: str | None, limit: int) -> ItemQuery:
     """Memories of one domain / project / session (each optional): the filter of stats, exports, charts."""
     return ItemQuery(
-        kinds=(MEMORY,),
+        kinds=(Kind.MEMORY,),
         scopes=[domain] if domain is not None else (),
-        project_id=parse_proj(project_id) if project_id is not None else None,
+        project_id=PROJ.require(project_id) if project_id is not None else None,
         session_id=session_id,
         limit=limit,
     )
@@ -71,7 +68,7 @@ def memories_in(domain: str | None, project_id: str | None, session_id: str | No
 def get_memory(tx: Tx, actor: Principal, memory_id: str | None) -> ItemRow:
     if memory_id is None:
         raise invalid("memory_id is required")
-    row = tx.get_item(access.viewer(tx, actor), parse_mem(memory_id), kinds=(MEMORY,))
+    row = tx.get_item(access.viewer(tx, actor), MEM.require(memory_id), kinds=(Kind.MEMORY,))
     if row is None:
         raise not_found(f"memory {memory_id} not found")
     return row
@@ -88,14 +85,14 @@ def modifiable_memory(tx: Tx, actor: Principal, memory_id: str) -> ItemRow:
 def to_memory(row: ItemRow, *, score: float | None = None, similarity: float | None = None) -> m.Memory:
     """A memory as seed 003 shows it. A vault note section found by a semantic search is shown
     the same way, with id `note_…`, category `vault` and its file and lines in `metadata`."""
-    note = row.kind == VAULT_NOTE
+    note = row.kind == Kind.NOTE
     metadata = (
         {"vault_path": row.attrs.get("path"), "lines": row.attrs.get("lines"), "title": row.title}
         if note
         else dict(row.attrs.get("metadata", {}))
     )
     return m.Memory(
-        id=f"note_{row.id}" if note else mem_id(row.id),
+        id=NOTE(row.id) if note else MEM(row.id),
         content=row.body,
         domain=row.scope,  # type: ignore[arg-type]
         tags=list(row.tags),
@@ -104,7 +101,7 @@ def to_memory(row: ItemRow, *, score: float | None = None, similarity: float | N
         access_count=row.access_count,
         metadata=metadata,
         user_id=row.owner if row.scope in (Scope.USER, Scope.SESSION) else None,
-        project_id=proj_id(row.project_id) if row.project_id is not None else None,
+        project_id=PROJ(row.project_id) if row.project_id is not None else None,
         session_id=row.session_id,
         author_id=row.owner,
         created_at=row.created_at,

@@ -24,12 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import MemhubError, invalid, not_found
 from memhub.core.hashing import content_hash
+from memhub.core.ids import MEM, PROJ
+from memhub.core.models import Kind
 from memhub.services import access
 from memhub.services.access import Need
 from memhub.services.assoc import domains
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY
-from memhub.services.assoc.ids import mem_id, parse_mem, proj_id
 from memhub.services.assoc.memories import ASSOCIATION
 from memhub.services.common import SafeText
 from memhub.services.runtime import Call
@@ -79,7 +79,7 @@ def _stats(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
 
 def _record(tx: Tx, row: ItemRow, names: dict[int, str]) -> dict[str, Any]:
     return {
-        "id": mem_id(row.id),
+        "id": MEM(row.id),
         "content": row.body,
         "domain": row.scope,
         "tags": list(row.tags),
@@ -102,11 +102,11 @@ def _export(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
     names = {}
     for pid in {r.project_id for r in rows if r.project_id is not None}:
         project = tx.get_project(pid)
-        names[pid] = project.name if project else proj_id(pid)
+        names[pid] = project.name if project else PROJ(pid)
     records = [_record(tx, r, names) for r in rows]
     ids = {r.id for r in rows}
     links = [
-        {"from": mem_id(link.src), "to": mem_id(link.dst), "type": link.subtype, "strength": link.strength}
+        {"from": MEM(link.src), "to": MEM(link.dst), "type": link.subtype, "strength": link.strength}
         for link in tx.links_of(sorted(ids), [ASSOCIATION])
         if link.src in ids and link.dst in ids
     ]
@@ -281,7 +281,7 @@ def _import(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
             ) from None
         row = tx.insert_item(
             NewItem(
-                kind=MEMORY,
+                kind=Kind.MEMORY,
                 owner=owner,
                 scope=record.domain,
                 project_id=project,
@@ -298,7 +298,7 @@ def _import(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
         )
         if record.id:
             mapping[record.id] = row.id
-        created.append(mem_id(row.id))
+        created.append(MEM(row.id))
         if len(created) % IMPORT_REPORT_EVERY == 0:
             done, total = len(created), len(validated)
             call.report_from_thread(done, total, f"imported {done} of {total}")
@@ -330,7 +330,7 @@ def _change_domain(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
             tx.update_item(row.id, {"scope": str(where.scope), "project_id": where.project_id,
                                     "session_id": where.session_id or row.session_id})  # fmt: skip
     return m.ManageOutput(
-        action="change_domain", count=len(rows), memory_ids=[mem_id(r.id) for r in rows], dry_run=args.dry_run
+        action="change_domain", count=len(rows), memory_ids=[MEM(r.id) for r in rows], dry_run=args.dry_run
     )
 
 
@@ -339,7 +339,7 @@ def _batch_delete(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
     if not args.dry_run:
         tx.delete_items([r.id for r in rows])
     return m.ManageOutput(
-        action="batch_delete", count=len(rows), memory_ids=[mem_id(r.id) for r in rows], dry_run=args.dry_run
+        action="batch_delete", count=len(rows), memory_ids=[MEM(r.id) for r in rows], dry_run=args.dry_run
     )
 
 
@@ -352,7 +352,7 @@ def _cleanup(tx: Tx, call: Call, args: m.ManageInput) -> m.ManageOutput:
         before = isoformat(parse_iso(args.cleanup_before))
     except ValueError:
         raise invalid("cleanup_before must be an ISO-8601 date-time such as 2024-01-01T00:00:00Z") from None
-    query = ItemQuery(kinds=(MEMORY,), scopes=["session"], created_to=before, limit=1_000_000)
+    query = ItemQuery(kinds=(Kind.MEMORY,), scopes=["session"], created_to=before, limit=1_000_000)
     if not access.is_admin(tx, call.principal):
         query = replace(query, owner=call.principal.id)
     if args.session_id is not None:
@@ -382,6 +382,6 @@ ACTIONS = {
 async def manage(call: Call, args: m.ManageInput) -> m.ManageOutput:
     if args.memory_ids:
         for memory in args.memory_ids:
-            parse_mem(memory)
+            MEM.require(memory)
     action = ACTIONS[args.action]
     return await call.transact(lambda tx: action(tx, call, args))

@@ -23,11 +23,11 @@ import numpy as np
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import invalid
 from memhub.core.hashing import content_hash
+from memhub.core.ids import MEM
+from memhub.core.models import Kind
 from memhub.services import access, graph
 from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY
-from memhub.services.assoc.ids import mem_id
 from memhub.services.runtime import Call, Runtime
 from memhub.store.base import ItemQuery, ItemRow, NewItem, Tx
 
@@ -55,7 +55,7 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
 
     def owners() -> dict[int, str]:
         with runtime.store.transaction(write=False) as tx:
-            return tx.item_owners([item for item, _ in embedded], (MEMORY,))
+            return tx.item_owners([item for item, _ in embedded], (Kind.MEMORY,))
 
     authors = await runtime.in_thread(owners)
     now = isoformat(runtime.clock.now())
@@ -64,7 +64,7 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
         if item not in authors:
             continue  # not a memory (a discussion log, say), or deleted meanwhile
         viewer = access.eyes_of(authors[item], now)
-        hits = await engine.nearest(viewer, vec, k=2 * SEMANTIC_K + 1, kinds=(MEMORY,))
+        hits = await engine.nearest(viewer, vec, k=2 * SEMANTIC_K + 1, kinds=(Kind.MEMORY,))
         sims = ((other, ranking.calibrated(embedding.id, cos)) for other, cos in hits if other < item)
         near = [(other, sim) for other, sim in sims if sim >= SEMANTIC_MIN]  # best first
         found.extend((item, other, sim) for other, sim in near[:SEMANTIC_K])
@@ -73,7 +73,7 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
 
     def write() -> int:
         with runtime.store.transaction(write=True) as tx:
-            alive = tx.item_owners(sorted({i for pair in found for i in pair[:2]}), (MEMORY,))
+            alive = tx.item_owners(sorted({i for pair in found for i in pair[:2]}), (Kind.MEMORY,))
             made = [(src, dst, sim) for src, dst, sim in found if src in alive and dst in alive]
             for src, dst, sim in made:
                 tx.upsert_link(src, dst, ASSOCIATION, "semantic", round(sim, 4))
@@ -94,7 +94,7 @@ def _associate(tx: Tx, call: Call, row: ItemRow, manual: list[str]) -> list[m.As
         since = isoformat(parse_iso(tx.now) - TEMPORAL_WINDOW)
         recent = tx.query_items(
             access.viewer(tx, call.principal),
-            ItemQuery(kinds=(MEMORY,), owner=row.owner, session_id=row.session_id, created_from=since,
+            ItemQuery(kinds=(Kind.MEMORY,), owner=row.owner, session_id=row.session_id, created_from=since,
                       order="id_desc", limit=SEMANTIC_K + 1),
         )  # fmt: skip
         for other in recent:
@@ -122,7 +122,7 @@ async def store(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         current = access.current_session(tx, call.principal)
         row = tx.insert_item(
             NewItem(
-                kind=MEMORY,
+                kind=Kind.MEMORY,
                 owner=call.principal.id,
                 scope=where.scope,
                 project_id=where.project_id,
@@ -136,7 +136,7 @@ async def store(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
             )
         )
         made = _associate(tx, call, row, args.related_memory_ids or [])
-        call.detail["memory_id"] = mem_id(row.id)
+        call.detail["memory_id"] = MEM(row.id)
         return m.MemoryOutput(action="store", memory=domains.to_memory(row), associations=made)
 
     return await call.transact(work)
@@ -152,7 +152,7 @@ async def get(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         seen = replace(row, access_count=row.access_count + deferred.pending_touches(row.id))
         links = tx.links_of([row.id], [ASSOCIATION])
         ends = {x.dst if x.src == row.id else x.src for x in links}
-        readable = tx.visible_ids(access.viewer(tx, call.principal), sorted(ends), (MEMORY,), None)
+        readable = tx.visible_ids(access.viewer(tx, call.principal), sorted(ends), (Kind.MEMORY,), None)
         links = [x for x in links if (x.dst if x.src == row.id else x.src) in readable]
         return m.MemoryOutput(
             action="get",
@@ -165,7 +165,7 @@ async def get(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
 
 def _association(src: int, dst: int, subtype: str, strength: float) -> m.Association:
     return m.Association.model_validate(
-        {"from_memory_id": mem_id(src), "to_memory_id": mem_id(dst), "type": subtype, "strength": strength}
+        {"from_memory_id": MEM(src), "to_memory_id": MEM(dst), "type": subtype, "strength": strength}
     )
 
 
@@ -208,7 +208,7 @@ async def delete(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     def work(tx: Tx) -> m.MemoryOutput:
         row = domains.modifiable_memory(tx, call.principal, str(args.memory_id))
         tx.delete_items([row.id])
-        return m.MemoryOutput(action="delete", deleted=[mem_id(row.id)])
+        return m.MemoryOutput(action="delete", deleted=[MEM(row.id)])
 
     return await call.transact(work)
 
@@ -221,7 +221,7 @@ async def get_related(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     def work(tx: Tx) -> m.MemoryOutput:
         start = domains.get_memory(tx, call.principal, args.memory_id)
         viewer = access.viewer(tx, call.principal)
-        walked = graph.walk(tx, viewer, [start.id], [ASSOCIATION], depth=args.depth, kinds=(MEMORY,))
+        walked = graph.walk(tx, viewer, [start.id], [ASSOCIATION], depth=args.depth, kinds=(Kind.MEMORY,))
         ranked = walked.found()[: args.limit]
         rows = {r.id: r for r in tx.query_items(viewer, ItemQuery(ids=ranked, limit=len(ranked) or 1))}
         related = [

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from memhub.core.errors import invalid, not_found
-from memhub.core.models import ProjectRole
+from memhub.core.ids import PROJ, new_session_id
+from memhub.core.models import Kind, ProjectRole
 from memhub.services import access
 from memhub.services.access import Need
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY
-from memhub.services.assoc.ids import new_session_id, parse_proj, proj_id
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ProjectRow, SessionRow, Tx
 
@@ -29,7 +28,7 @@ def _project(tx: Tx, row: ProjectRow, role: ProjectRole | None, *, detail: bool 
         members = [m.Member(user_id=x.principal, role=str(x.role), joined_at=x.created_at) for x in listed]
         stats = _project_stats(tx, row.id)
     return m.Project(
-        id=proj_id(row.id),
+        id=PROJ(row.id),
         name=row.name,
         description=row.description,
         owner=row.owner,
@@ -50,7 +49,7 @@ def _project_stats(tx: Tx, project_id: int) -> dict[str, Any]:
     return {
         "records_by_kind": tx.group_counts(viewer, everything, "kind"),
         "memories_by_domain": tx.group_counts(
-            viewer, ItemQuery(kinds=(MEMORY,), project_id=project_id), "scope"
+            viewer, ItemQuery(kinds=(Kind.MEMORY,), project_id=project_id), "scope"
         ),
     }
 
@@ -58,7 +57,7 @@ def _project_stats(tx: Tx, project_id: int) -> dict[str, Any]:
 def _access(tx: Tx, call: Call, project_id: str | None, need: Need) -> access.ProjectAccess:
     if project_id is None:
         raise invalid("project_id is required")
-    return access.project(tx, call.principal, parse_proj(project_id), need, label=project_id)
+    return access.project(tx, call.principal, PROJ.require(project_id), need, label=project_id)
 
 
 async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
@@ -121,7 +120,7 @@ async def project(call: Call, args: m.ProjectInput) -> m.ProjectOutput:
                 f"{args.project_id} still holds {held} records; pass force=true to delete them with it"
             )
         tx.delete_project(row.id)
-        return m.ProjectOutput(action="delete", deleted=proj_id(row.id))
+        return m.ProjectOutput(action="delete", deleted=PROJ(row.id))
 
     return await call.transact(work)
 
@@ -135,7 +134,7 @@ def _session(row: SessionRow, current: str | None) -> m.Session:
 
 def _user_stats(tx: Tx, call: Call) -> dict[str, Any]:
     viewer = access.viewer(tx, call.principal)
-    mine = ItemQuery(kinds=(MEMORY,), owner=call.principal.id)
+    mine = ItemQuery(kinds=(Kind.MEMORY,), owner=call.principal.id)
     return {
         "memories": tx.count_items(viewer, mine),
         "memories_by_domain": tx.group_counts(viewer, mine, "scope"),

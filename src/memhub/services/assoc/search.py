@@ -16,14 +16,13 @@ import numpy as np
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
-from memhub.core.models import Viewer
+from memhub.core.ids import MEM, PROJ
+from memhub.core.models import Kind, Viewer
 from memhub.core.text import term_coverage
 from memhub.search.explain import Explanation
 from memhub.services import access
 from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY, VAULT_NOTE
-from memhub.services.assoc.ids import parse_mem, parse_proj
 from memhub.services.runtime import Call
 from memhub.store.base import ItemBrief, ItemQuery, ItemRow, Tx
 
@@ -56,7 +55,7 @@ def scope(
     domains: Sequence[str] | None, project_ids: Sequence[str] | None, session_id: str | None
 ) -> SearchScope:
     """memory(search)'s scope: `project_ids` narrows the project domain, other domains stay."""
-    projects = tuple(sorted({parse_proj(p) for p in project_ids})) if project_ids else None
+    projects = tuple(sorted({PROJ.require(p) for p in project_ids})) if project_ids else None
     return SearchScope(tuple(domains) if domains else m.DOMAINS, projects, session_id)
 
 
@@ -89,7 +88,7 @@ async def ranked(
     hits = await engine.search(
         viewer,
         query,
-        kinds=tuple(where.kinds) or (MEMORY,),
+        kinds=tuple(where.kinds) or (Kind.MEMORY,),
         project_id=project_id,
         k_txt=CANDIDATES,
         k_vec=CANDIDATES,
@@ -175,7 +174,7 @@ async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
     if args.query is None or not args.query.strip():
         raise invalid("query is required to search")
     where = ItemQuery(
-        kinds=(MEMORY,),
+        kinds=(Kind.MEMORY,),
         tags_any=args.tags or (),
         categories=[args.category] if args.category else (),
     )
@@ -188,7 +187,9 @@ async def memory_search(call: Call, args: m.MemoryInput) -> m.MemoryOutput:
         scope(args.include_domains, projects, args.session_id),
         args.limit,
         args.threshold,
-        parse_proj(args.project_id) if only_project and args.project_id else None,  # candidates from it alone
+        PROJ.require(args.project_id)
+        if only_project and args.project_id
+        else None,  # candidates from it alone
     )
     return m.MemoryOutput(action="search", memories=memories, note=note)
 
@@ -198,7 +199,7 @@ def _filters(args: m.SearchInput) -> tuple[ItemQuery, Sequence[str] | None, Sequ
     if f.importance_min is not None and f.importance_max is not None and f.importance_min > f.importance_max:
         raise invalid("filters.importance_min is greater than filters.importance_max")
     where = ItemQuery(
-        kinds=(MEMORY,),
+        kinds=(Kind.MEMORY,),
         categories=f.categories or (),
         importance_min=f.importance_min,
         importance_max=f.importance_max,
@@ -246,7 +247,7 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         raise MemhubError(
             ErrorKind.UNAVAILABLE, "similar search needs an embedder (start memhub with --embedder e5)"
         )
-    item_id = parse_mem(args.memory_id)
+    item_id = MEM.require(args.memory_id)
     where, in_domains, projects = _filters(args)
     scoped = filter_scope(in_domains, projects)
 
@@ -259,7 +260,7 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
     if blob is None and not embedding.ready:  # its vector needs the model: do not wait for the load
         return [], 0, note or "the embedding model is not loaded yet: ask again in a moment"
     vec = np.frombuffer(blob, dtype="<f4") if blob else (await embedding.embed_passages([row.body]))[0]
-    hits = await engine.nearest(viewer, vec, k=args.limit * 4 + 1, kinds=(MEMORY,))
+    hits = await engine.nearest(viewer, vec, k=args.limit * 4 + 1, kinds=(Kind.MEMORY,))
     sims = {i: ranking.calibrated(embedding.id, cos) for i, cos in hits if i != item_id}
 
     def work(tx: Tx) -> tuple[list[m.Memory], int]:
@@ -276,7 +277,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchOutput:
     where, in_domains, projects = _filters(args)
     if args.type in ("semantic", "advanced") and args.query is not None and args.query.strip():
         # by meaning, the vault's notes (its owner's) are found too: one store, one search
-        with_notes = replace(where, kinds=(MEMORY, VAULT_NOTE)) if args.type == "semantic" else where
+        with_notes = replace(where, kinds=(Kind.MEMORY, Kind.NOTE)) if args.type == "semantic" else where
         memories, total, note = await ranked(
             call,
             args.query,

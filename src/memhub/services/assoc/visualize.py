@@ -14,11 +14,11 @@ from dataclasses import replace
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import invalid
+from memhub.core.ids import MEM, PROJ
+from memhub.core.models import Kind
 from memhub.services import access, graph
 from memhub.services.assoc import domains
 from memhub.services.assoc import models as m
-from memhub.services.assoc.domains import MEMORY
-from memhub.services.assoc.ids import mem_id, parse_proj, proj_id
 from memhub.services.assoc.memories import ASSOCIATION
 from memhub.services.assoc.render import GraphEdge, GraphNode, Rendering, Series, render_charts, render_graph
 from memhub.services.runtime import Call
@@ -51,21 +51,19 @@ def _memory_map(tx: Tx, call: Call, args: m.VisualizeInput) -> Rendering:
     center = domains.get_memory(tx, call.principal, args.center_memory_id)
     viewer = access.viewer(tx, call.principal)
     walked = graph.walk(
-        tx, viewer, [center.id], [ASSOCIATION], depth=args.depth, kinds=(MEMORY,), max_nodes=MAP_NODES
+        tx, viewer, [center.id], [ASSOCIATION], depth=args.depth, kinds=(Kind.MEMORY,), max_nodes=MAP_NODES
     )
     seen = sorted(walked.reached)
     rows = {r.id: r for r in tx.query_items(viewer, ItemQuery(ids=seen, limit=len(seen)))}
     nodes = [
-        GraphNode(mem_id(r.id), _label(r.body), "center" if r.id == center.id else r.scope, r.importance)
+        GraphNode(MEM(r.id), _label(r.body), "center" if r.id == center.id else r.scope, r.importance)
         for r in sorted(rows.values(), key=lambda r: (r.id != center.id, r.id))
     ]
     edges = {(e.src, e.dst, str(e.subtype)): e.strength for e in walked.edges.values()}
     graph_edges = [
-        GraphEdge(mem_id(s), mem_id(d), kind, w)
-        for (s, d, kind), w in edges.items()
-        if s in rows and d in rows
+        GraphEdge(MEM(s), MEM(d), kind, w) for (s, d, kind), w in edges.items() if s in rows and d in rows
     ]
-    return render_graph(f"Memory map around {mem_id(center.id)}", nodes, graph_edges, args.format)
+    return render_graph(f"Memory map around {MEM(center.id)}", nodes, graph_edges, args.format)
 
 
 def _domain_graph(tx: Tx, call: Call, args: m.VisualizeInput) -> Rendering:
@@ -74,17 +72,15 @@ def _domain_graph(tx: Tx, call: Call, args: m.VisualizeInput) -> Rendering:
 
     def group(r: ItemRow) -> str:
         return (
-            proj_id(r.project_id)
-            if r.scope == "project" and r.project_id is not None
-            else f"domain:{r.scope}"
+            PROJ(r.project_id) if r.scope == "project" and r.project_id is not None else f"domain:{r.scope}"
         )
 
     where_of = {r.id: group(r) for r in rows[:SCAN]}
     sizes = Counter(where_of.values())
     names = {}
     for key in sizes:
-        if key.startswith("proj_"):
-            project = tx.get_project(parse_proj(key))
+        if key.startswith(PROJ.prefix):
+            project = tx.get_project(PROJ.require(key))
             names[key] = f"project {project.name}" if project else key
         else:
             names[key] = key.removeprefix("domain:") + " domain"

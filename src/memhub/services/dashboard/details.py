@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memhub.core.errors import forbidden, not_found
-from memhub.core.models import Principal
+from memhub.core.ids import DEC
+from memhub.core.models import Kind, Principal
 from memhub.services import access, decision_model
 from memhub.services.access import Need
 from memhub.services.decision_model import DecisionRecord
@@ -70,7 +71,7 @@ def item(tx: Tx, principal: Principal, item_id: int) -> Item:
             links.append(Link(other, kind, title, edge.type, edge.subtype, edge.strength, edge.src == row.id))
     decision: DecisionRecord | None = None
     timeline: list[DecisionRecord] = []
-    if row.kind == decision_model.DECISION:
+    if row.kind == Kind.DECISION:
         decision = decision_model.records(tx, [row])[0]
         timeline = chain(tx, principal, row.id)
     return Item(row, project.name if project else None, links, decision, timeline)
@@ -115,7 +116,7 @@ def chain(tx: Tx, principal: Principal, decision_id: int) -> list[DecisionRecord
     viewer = access.viewer(tx, principal)
     walk = decision_model.chains(tx, viewer, [decision_id])
     ids = sorted(walk.reached)
-    rows = tx.query_items(viewer, ItemQuery(kinds=(decision_model.DECISION,), ids=ids, limit=len(ids) or 1))
+    rows = tx.query_items(viewer, ItemQuery(kinds=(Kind.DECISION,), ids=ids, limit=len(ids) or 1))
     return sorted(decision_model.records(tx, rows), key=lambda r: (r.created_at, r.id))
 
 
@@ -141,10 +142,8 @@ def proposal_queue(tx: Tx, call: Call) -> list[ProposalView]:
     for p in proposals.listing(proposals.directory(call)):
         old = p.meta.get("supersedes") or []
         names = [str(x) for x in (old if isinstance(old, list) else [old])]
-        ids = [i for i in (decision_model.parse_id(n) for n in names) if i is not None]
-        rows = tx.query_items(
-            viewer, ItemQuery(kinds=(decision_model.DECISION,), ids=ids, limit=len(ids) or 1)
-        )
+        ids = [i for i in (DEC.parse(n) for n in names) if i is not None]
+        rows = tx.query_items(viewer, ItemQuery(kinds=(Kind.DECISION,), ids=ids, limit=len(ids) or 1))
         out.append(
             ProposalView(
                 name=p.name, status=p.status, title=str(p.meta.get("title", "")),

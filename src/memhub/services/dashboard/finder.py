@@ -9,19 +9,19 @@ discussion toolset searches them by substring; the fused score is what ranks the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import anyio
 from pydantic import ValidationError
 
 from memhub.core.errors import MemhubError
-from memhub.core.models import Principal
+from memhub.core.ids import DEC
+from memhub.core.models import Kind, Principal
 from memhub.search.explain import Explanation
-from memhub.services import access, decision_model
+from memhub.services import access
 from memhub.services.assoc import models as assoc_models
 from memhub.services.assoc import search as assoc_search
-from memhub.services.assoc.domains import MEMORY, VAULT_NOTE
 from memhub.services.decisions import models as decision_models
 from memhub.services.decisions import service as decisions
 from memhub.services.pce import retrieval
@@ -94,19 +94,19 @@ def _hit(group: str, row: ItemRow, public: str, score: float, projects: dict[int
 
 async def _memories(call: Call, query: str, found: Found) -> None:
     explain = Explanation()
-    where = ItemQuery(kinds=(MEMORY, VAULT_NOTE))
+    where = ItemQuery(kinds=(Kind.MEMORY, Kind.NOTE))
     memories, _, _note = await assoc_search.ranked(
         call, query, where, assoc_search.scope(None, None, None), SEMANTIC.limit, SEMANTIC.threshold,
         explain=explain,
     )  # fmt: skip
     ids = [int(mem.id.split("_", 1)[1]) for mem in memories]
-    rows, projects = await _read_rows(call, ids, (MEMORY, VAULT_NOTE))
+    rows, projects = await _read_rows(call, ids, (Kind.MEMORY, Kind.NOTE))
     _terms(explain, rows)
     for mem, item_id in zip(memories, ids, strict=True):
         row = rows.get(item_id)
         if row is None:
             continue
-        group = "vault note" if row.kind == VAULT_NOTE else "memory"
+        group = "vault note" if row.kind == Kind.NOTE else "memory"
         found.groups.setdefault(group, []).append(_hit(group, row, mem.id, mem.score or 0.0, projects))
     found.explanations["memory"] = found.explanations["vault note"] = explain
 
@@ -125,15 +125,13 @@ async def _decisions(call: Call, query: str, found: Found) -> None:
     explain = Explanation()
     args = decision_models.SearchInput(query=query, limit=PER_GROUP)
     response = await decisions.search(call, args, explain)
-    ids = [decision_model.parse_id(hit.id) for hit in response.results]
+    ids = [DEC.parse(hit.id) for hit in response.results]
     wanted = [i for i in ids if i is not None]
-    rows, projects = await _read_rows(call, wanted, (decision_model.DECISION,))
+    rows, projects = await _read_rows(call, wanted, (Kind.DECISION,))
     _terms(explain, rows)
-    scores = {decision_model.parse_id(hit.id): hit.score for hit in response.results}
+    scores = {DEC.parse(hit.id): hit.score for hit in response.results}
     found.groups["decision"] = [
-        _hit("decision", rows[i], decision_model.public_id(i), scores[i], projects)
-        for i in wanted
-        if i in rows
+        _hit("decision", rows[i], DEC(i), scores[i], projects) for i in wanted if i in rows
     ]
     found.explanations["decision"] = explain
 
@@ -157,13 +155,19 @@ async def _topics(call: Call, query: str, found: Found) -> None:
     found.explanations["topic/log"] = explain
 
 
-async def search_all(runtime: Runtime, principal: Principal, query: str) -> Found:
+TOOLSET_OF = {"memory": "assoc", "claim": "pce", "decision": "decisions", "topic/log": "discussion"}
+
+
+async def search_all(
+    runtime: Runtime, principal: Principal, query: str, states: Mapping[str, object] | None = None
+) -> Found:
     """Every group's best hits for `query` as `principal` sees them, with explanations. A group
     whose toolset refuses (no policy applied, say) is reported in `unavailable`."""
     found = Found(query)
 
     async def one(name: str, step: Callable[[Call, str, Found], Awaitable[None]]) -> None:
-        call = Call(runtime, principal, f"dashboard.search.{name}", read_only=True)
+        state = (states or {}).get(TOOLSET_OF[name])
+        call = Call(runtime, principal, f"dashboard.search.{name}", read_only=True, state=state)
         try:
             await step(call, query, found)
             await call.record("ok")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memhub.core.errors import CallContext, ErrorKind, MemhubError
+from memhub.core.errors import CallContext, ErrorKind, KindError, MemhubError, lookup
 
 PERMISSION = "Permission Denied"
 ISOLATION = "Isolation Violation"
@@ -37,16 +37,26 @@ LABELS = {
 }
 
 
-def isolation(message: str) -> MemhubError:
-    return MemhubError(ErrorKind.FORBIDDEN, message, label=ISOLATION)
+class IsolationViolation(KindError):
+    """An agent tried to change what a person recorded."""
+
+    KIND = ErrorKind.FORBIDDEN
 
 
-def pi1(message: str, retry_after_s: int) -> MemhubError:
-    return MemhubError(ErrorKind.FORBIDDEN, message, label=PI1, retry_after_s=retry_after_s)
+class PI1Violation(KindError):
+    """A proposal accepted inside its review window (`retry_after_s`: until it ends)."""
+
+    KIND = ErrorKind.FORBIDDEN
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
+
+
+BY_CLASS: dict[type[KindError], str] = {IsolationViolation: ISOLATION, PI1Violation: PI1}
 
 
 def label(error: MemhubError) -> str:
-    return str(error.details.get("label") or LABELS[error.kind])
+    return lookup(error, BY_CLASS) or LABELS[error.kind]
 
 
 def render(error: MemhubError, context: CallContext | None = None) -> dict[str, Any]:

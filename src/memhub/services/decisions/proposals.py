@@ -32,7 +32,7 @@ import hmac
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,11 +41,13 @@ from pydantic import ValidationError
 
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import MemhubError, conflict, forbidden, invalid, not_found
+from memhub.core.ids import DEC
 from memhub.services import access
 from memhub.services.access import Need
-from memhub.services.decision_model import DecisionRecord, public_id
+from memhub.services.decision_model import DecisionRecord
 from memhub.services.decisions import errors, service
 from memhub.services.decisions import models as m
+from memhub.services.decisions.config import config
 from memhub.services.runtime import Call
 from memhub.store.base import Sealing, Tx
 from memhub.store.crypto import PREFIX, ContentCipher
@@ -79,7 +81,7 @@ class Proposal:
 
 
 def directory(call: Call) -> Path:
-    return call.runtime.config.proposals_dir
+    return config(call).proposals_dir
 
 
 def cipher_of(call: Call) -> ContentCipher | None:
@@ -192,7 +194,7 @@ def _replace(path: Path, text: str, cipher: ContentCipher | None) -> None:
 
 def time_left(call: Call, proposal: Proposal) -> float:
     """Seconds of the review window still to run (<= 0: it has passed)."""
-    window = timedelta(seconds=call.runtime.config.review_window_s)
+    window = timedelta(seconds=config(call).review_window_s)
     return (proposal.written_at() + window - call.runtime.clock.now()).total_seconds()
 
 
@@ -207,7 +209,7 @@ def _duration(seconds: float) -> str:
 def _gate(tx: Tx, call: Call, secret: str | None) -> None:
     """Seed 002: accepting needs the ADMIN role and, through MCP, AGENT_MEMORY_SECRET."""
     if call.principal.via == "mcp":
-        configured = call.runtime.config.agent_memory_secret
+        configured = config(call).agent_memory_secret
         if not configured:
             raise forbidden("accepting proposals through MCP is off (AGENT_MEMORY_SECRET is not set)")
         given = (secret or "").encode("utf-8")
@@ -255,18 +257,12 @@ def _decide(tx: Tx, call: Call, proposal: Proposal) -> DecisionRecord:
     if any(r.project_id != project.id for r in old):
         raise invalid(f"proposal {proposal.name}: it supersedes decisions of another project")
     service.check_replaceable(actor, old, isolation=False)  # the review is a person's approval
-    return service.write(
-        tx,
-        call,
-        project_id=project.id,
-        title=args.title,
-        target=args.target,
-        rationale=args.rationale,
-        consequences=args.consequences,
-        supersedes=[r.id for r in old],
+    new = replace(
+        service.new_decision(args, project.id, [r.id for r in old]),
         origin="proposal",
         extra={"proposal": proposal.name},
     )
+    return service.write(tx, call, new)
 
 
 async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.BaseResponse:
@@ -278,8 +274,8 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
         raise conflict(f"proposal {proposal.name} is already {proposal.status}")
     left = time_left(call, proposal)
     if left > 0:
-        window = _duration(call.runtime.config.review_window_s)
-        raise errors.pi1(
+        window = _duration(config(call).review_window_s)
+        raise errors.PI1Violation(
             f"proposal {proposal.name} is in its {window} review window; {_duration(left)} left",
             math.ceil(left),
         )
@@ -309,7 +305,7 @@ async def accept(call: Call, proposal_id: str, secret: str | None = None) -> m.B
         if not committed:  # the decision was not recorded: the proposal stays open
             for original in written:
                 _replace(original.path, original.text, cipher)
-    old = ", ".join(public_id(i) for i in record.supersedes)
+    old = ", ".join(DEC(i) for i in record.supersedes)
     replaced = f", superseding {old}" if old else ""
     return m.BaseResponse(
         status="success", message=f"proposal {proposal.name} accepted as {record.public_id}{replaced}"

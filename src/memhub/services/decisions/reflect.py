@@ -20,11 +20,11 @@ import numpy as np
 
 from memhub.core.clock import isoformat
 from memhub.core.errors import not_found
-from memhub.core.models import ProjectRole
+from memhub.core.models import Kind, ProjectRole
 from memhub.core.text import search_terms
 from memhub.services import access, decision_model
 from memhub.services.access import Need
-from memhub.services.decision_model import DECISION, DecisionRecord
+from memhub.services.decision_model import DecisionRecord
 from memhub.services.decisions import proposals
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, Tx
@@ -53,7 +53,9 @@ def _groups(tx: Tx, call: Call, project: str | None) -> list[Group]:
         rows = [p for p, _ in tx.list_memberships(actor.id, list(ProjectRole), 1000)]
     groups = []
     for row in rows:
-        items = tx.query_items(viewer, ItemQuery(kinds=(DECISION,), project_id=row.id, limit=MAX_DECISIONS))
+        items = tx.query_items(
+            viewer, ItemQuery(kinds=(Kind.DECISION,), project_id=row.id, limit=MAX_DECISIONS)
+        )
         by_target: dict[str, list[DecisionRecord]] = {}
         for record in decision_model.records(tx, items):
             if record.status == "active":

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memhub.core.clock import parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid
-from memhub.core.models import Principal
+from memhub.core.ids import DEC
+from memhub.core.models import Kind, Principal
 from memhub.search.explain import Explanation
 from memhub.services import access, decision_model
 from memhub.services.access import Need
-from memhub.services.decision_model import DECISION, DecisionRecord, public_id
+from memhub.services.decision_model import DecisionRecord, NewDecision
 from memhub.services.decisions import errors, ranking
 from memhub.services.decisions import models as m
+from memhub.services.decisions.config import config
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
@@ -40,7 +43,7 @@ def view(tx: Tx, record: DecisionRecord) -> m.DecisionView:
         title=record.title,
         target=record.target,
         status=record.status,
-        supersedes=[public_id(i) for i in record.supersedes],
+        supersedes=[DEC(i) for i in record.supersedes],
         consequences=list(record.consequences),
         via=record.via,
         project=project.name if project is not None else "",
@@ -58,12 +61,12 @@ def preview(record: DecisionRecord) -> str:
 
 def cooldown(tx: Tx, call: Call) -> None:
     """Seed 002's write cooldown: a principal waits `decision_cooldown_s` between two decisions."""
-    seconds = call.runtime.config.decision_cooldown_s
+    seconds = config(call).cooldown_s
     if seconds <= 0:
         return
     actor = call.principal
     last = tx.query_items(
-        access.viewer(tx, actor), ItemQuery(kinds=(DECISION,), owner=actor.id, order="id_desc", limit=1)
+        access.viewer(tx, actor), ItemQuery(kinds=(Kind.DECISION,), owner=actor.id, order="id_desc", limit=1)
     )
     if not last:
         return
@@ -83,8 +86,8 @@ def visible_decisions(tx: Tx, actor: Principal, ids: Sequence[str], what: str) -
     rows: list[ItemRow] = []
     seen: set[int] = set()
     for text in ids:
-        item_id = decision_model.parse_id(text)
-        row = tx.get_item(viewer, item_id, kinds=(DECISION,)) if item_id is not None else None
+        item_id = DEC.parse(text)
+        row = tx.get_item(viewer, item_id, kinds=(Kind.DECISION,)) if item_id is not None else None
         if row is None:
             raise invalid(f"{what}: {text} does not exist or is not visible to you")
         if row.id not in seen:
@@ -98,49 +101,37 @@ def check_replaceable(actor: Principal, old: Sequence[DecisionRecord], *, isolat
     successor). With `isolation`, an agent may not replace a person's decision."""
     for record in old:
         if record.status == "superseded":
-            heads = ", ".join(public_id(i) for i in record.superseded_by)
+            heads = ", ".join(DEC(i) for i in record.superseded_by)
             raise conflict(f"{record.public_id} is already superseded by {heads}; supersede that instead")
     if isolation and actor.via == "mcp":
         human = [r.public_id for r in old if r.human]
         if human:
-            raise errors.isolation(
+            raise errors.IsolationViolation(
                 f"{', '.join(human)} was recorded by a person; an agent may not supersede it "
                 "(write a proposal for a person to accept)"
             )
 
 
-def write(
-    tx: Tx,
-    call: Call,
-    *,
-    project_id: int,
-    title: str,
-    target: str,
-    rationale: str,
-    consequences: Sequence[str],
-    supersedes: Sequence[int] = (),
-    origin: str = "decisions",
-    draft: bool = False,
-    extra: dict[str, str] | None = None,
-) -> DecisionRecord:
-    row = decision_model.create(
-        tx,
-        call.principal,
-        project_id=project_id,
-        title=title,
-        rationale=rationale,
-        target=target,
-        origin=origin,
-        consequences=consequences,
-        supersedes=supersedes,
-        draft=draft,
-        extra=extra,
-    )
+def write(tx: Tx, call: Call, new: NewDecision) -> DecisionRecord:
+    row = decision_model.create(tx, call.principal, new)
     record = decision_model.records(tx, [row])[0]  # the audit event names what it wrote and replaced
-    call.detail.update(
-        decision_id=record.public_id, supersedes=[decision_model.public_id(i) for i in supersedes]
-    )
+    call.detail.update(decision_id=record.public_id, supersedes=[DEC(i) for i in new.supersedes])
     return record
+
+
+def new_decision(
+    args: m.RecordInput | m.SupersedeInput, project_id: int, supersedes: Sequence[int] = ()
+) -> NewDecision:
+    """The decision a record or supersede call (or an accepted proposal) asks for."""
+    return NewDecision(
+        project_id=project_id,
+        title=args.title,
+        rationale=args.rationale,
+        target=args.target,
+        origin="decisions",
+        consequences=args.consequences,
+        supersedes=supersedes,
+    )
 
 
 def _response(tx: Tx, record: DecisionRecord, verb: str) -> m.DecisionResponse:
@@ -163,16 +154,7 @@ async def record(call: Call, args: m.RecordInput, *, draft: bool = False) -> m.D
         cooldown(tx, call)
         project = access.current_project(tx, actor)
         access.project(tx, actor, project.id, Need.WRITE, label=f"project {project.name!r}")
-        record = write(
-            tx,
-            call,
-            project_id=project.id,
-            title=args.title,
-            target=args.target,
-            rationale=args.rationale,
-            consequences=args.consequences,
-            draft=draft,
-        )
+        record = write(tx, call, replace(new_decision(args, project.id), draft=draft))
         return _response(tx, record, "recorded")
 
     return await call.transact(work)
@@ -192,16 +174,7 @@ async def supersede(call: Call, args: m.SupersedeInput) -> m.DecisionResponse:
         assert project_id is not None
         access.project(tx, actor, project_id, Need.WRITE)
         check_replaceable(actor, old, isolation=True)
-        record = write(
-            tx,
-            call,
-            project_id=project_id,
-            title=args.title,
-            target=args.target,
-            rationale=args.rationale,
-            consequences=args.consequences,
-            supersedes=[r.id for r in old],
-        )
+        record = write(tx, call, new_decision(args, project_id, supersedes=[r.id for r in old]))
         return _response(tx, record, "recorded")
 
     return await call.transact(work)
@@ -218,7 +191,7 @@ async def search(call: Call, args: m.SearchInput, explain: Explanation | None = 
     hits = await engine.search(
         viewer,
         args.query,
-        kinds=(DECISION,),
+        kinds=(Kind.DECISION,),
         k_txt=CANDIDATES,
         k_vec=CANDIDATES,
         k_final=CANDIDATES,
@@ -234,7 +207,7 @@ async def search(call: Call, args: m.SearchInput, explain: Explanation | None = 
         edges = [(link.src, link.dst) for link in walk.edges.values()]
         relevance = ranking.propagate(own, edges)
         ids = list(relevance)
-        rows = tx.query_items(viewer, ItemQuery(kinds=(DECISION,), ids=ids, limit=len(ids)))
+        rows = tx.query_items(viewer, ItemQuery(kinds=(Kind.DECISION,), ids=ids, limit=len(ids)))
         records = {r.id: r for r in decision_model.records(tx, rows)}
         candidates = [
             ranking.Candidate(
@@ -248,13 +221,13 @@ async def search(call: Call, args: m.SearchInput, explain: Explanation | None = 
         chains = ranking.components(records, edges) if args.mode == "audit" else {}
         return [
             m.SearchHit(
-                id=public_id(item.candidate.id),
+                id=DEC(item.candidate.id),
                 score=round(item.score, 6),
                 status=item.candidate.status,
                 preview=preview(records[item.candidate.id]),
-                kind=DECISION,
+                kind=Kind.DECISION,
                 target=records[item.candidate.id].target,
-                chain=[public_id(i) for i in chains[item.candidate.id]] if chains else None,
+                chain=[DEC(i) for i in chains[item.candidate.id]] if chains else None,
             )
             for item in ranked
         ]
@@ -310,10 +283,10 @@ async def deprecate(call: Call, decision_id: str, reason: str) -> DecisionRecord
         if record.status in ("superseded", "deprecated"):
             raise conflict(f"{record.public_id} is already {record.status}")
         if actor.via == "mcp" and record.human:
-            raise errors.isolation(f"{record.public_id} was recorded by a person")
+            raise errors.IsolationViolation(f"{record.public_id} was recorded by a person")
         decision_model.deprecate(tx, actor, record, reason.strip())
         call.detail.update(decision_id=record.public_id)
-        row = tx.get_item(access.viewer(tx, actor), record.id, kinds=(DECISION,))
+        row = tx.get_item(access.viewer(tx, actor), record.id, kinds=(Kind.DECISION,))
         assert row is not None
         return decision_model.records(tx, [row])[0]
 
@@ -330,7 +303,7 @@ def listing(
     access.project(tx, actor, project.id, Need.READ, label=f"project {project.name!r}")
     rows = tx.query_items(
         access.viewer(tx, actor),
-        ItemQuery(kinds=(DECISION,), project_id=project.id, order="id_desc", limit=10_000),
+        ItemQuery(kinds=(Kind.DECISION,), project_id=project.id, order="id_desc", limit=10_000),
     )
     key = decision_model.target_key(target) if target else None
     found = [
@@ -353,7 +326,7 @@ def details(tx: Tx, actor: Principal, decision_id: str) -> dict[str, object]:
         "rationale": record.rationale,
         "author": record.author,
         "origin": record.origin,
-        "superseded_by": [public_id(i) for i in record.superseded_by],
-        "chain": [public_id(i) for i in chain],
+        "superseded_by": [DEC(i) for i in record.superseded_by],
+        "chain": [DEC(i) for i in chain],
         "shown_as": decision_model.marked(record.title, record.via),
     }

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from memhub.core.errors import invalid, not_found
 from memhub.core.hashing import content_hash
-from memhub.core.models import Principal, Scope, Viewer
+from memhub.core.models import Kind, Principal, Scope, Viewer
 from memhub.core.text import keyword_terms
 from memhub.services import access, decision_model
 from memhub.services.access import Need
 from memhub.services.discussion import models as m
 from memhub.store.base import ItemQuery, ItemRow, NewItem, ProjectRow, Tx
-
-TOPIC, LOG = "topic", "log"
-DECISION = decision_model.DECISION
 
 
 def _viewer(tx: Tx, actor: Principal) -> Viewer:
@@ -67,7 +64,7 @@ def _decisions(tx: Tx, rows: list[ItemRow]) -> list[m.Decision]:
 
 
 def _get_topic(tx: Tx, actor: Principal, topic_id: int) -> ItemRow:
-    topic = tx.get_item(_viewer(tx, actor), topic_id, kinds=(TOPIC,))
+    topic = tx.get_item(_viewer(tx, actor), topic_id, kinds=(Kind.TOPIC,))
     if topic is None:
         raise not_found(f"topic {topic_id} not found")
     return topic
@@ -113,7 +110,7 @@ def add_topic(tx: Tx, actor: Principal, args: m.AddTopicInput) -> m.AddTopicOutp
     description = args.description
     row = tx.insert_item(
         NewItem(
-            kind=TOPIC,
+            kind=Kind.TOPIC,
             owner=actor.id,
             scope=Scope.PROJECT,
             project_id=project.id,
@@ -141,7 +138,7 @@ def add_log(tx: Tx, actor: Principal, args: m.AddLogInput) -> m.AddLogOutput:
     access.project(tx, actor, topic.project_id, Need.WRITE)
     row = tx.insert_item(
         NewItem(
-            kind=LOG,
+            kind=Kind.LOG,
             owner=actor.id,
             scope=Scope.PROJECT,
             project_id=topic.project_id,
@@ -160,9 +157,7 @@ def add_decision(tx: Tx, actor: Principal, args: m.AddDecisionInput) -> m.AddDec
         project = access.project(tx, actor, topic.project_id, Need.WRITE).project
     else:
         project = access.project(tx, actor, access.current_project(tx, actor).id, Need.WRITE).project
-    row = decision_model.create(
-        tx,
-        actor,
+    new = decision_model.NewDecision(
         project_id=project.id,
         topic_id=args.topic_id,
         title=args.decision,
@@ -171,6 +166,7 @@ def add_decision(tx: Tx, actor: Principal, args: m.AddDecisionInput) -> m.AddDec
         target=(topic.title or args.decision) if topic is not None else args.decision,
         origin="discussion",
     )
+    row = decision_model.create(tx, actor, new)
     d = _decision(decision_model.records(tx, [row])[0])
     return m.AddDecisionOutput(
         decision_id=d.id, topic_id=d.topic_id, decision=d.decision, reason=d.reason, created_at=d.created_at
@@ -187,12 +183,12 @@ def _children(tx: Tx, actor: Principal, args: m.TopicListInput, *, decided: bool
     rows = tx.query_items(
         _viewer(tx, actor),
         ItemQuery(
-            kinds=(TOPIC,),
+            kinds=(Kind.TOPIC,),
             project_id=project.id,
             parent_id=args.parent_topic_id,
             top_level=args.parent_topic_id is None,
-            with_child_kind=DECISION if decided is True else None,
-            without_child_kind=DECISION if decided is False else None,
+            with_child_kind=Kind.DECISION if decided is True else None,
+            without_child_kind=Kind.DECISION if decided is False else None,
             limit=args.limit,
         ),
     )
@@ -214,7 +210,7 @@ def get_undecided_topics(tx: Tx, actor: Principal, args: m.TopicListInput) -> m.
 def get_topic_tree(tx: Tx, actor: Principal, args: m.TopicTreeInput) -> m.TopicTreeOutput:
     project = access.project(tx, actor, args.project_id, Need.READ).project
     _topic_in_project(tx, actor, project.id, args.topic_id)
-    rows = tx.subtree(_viewer(tx, actor), args.topic_id, TOPIC, args.limit + 1)
+    rows = tx.subtree(_viewer(tx, actor), args.topic_id, Kind.TOPIC, args.limit + 1)
     truncated = len(rows) > args.limit
     nodes = {r.id: m.TopicNode(**_topic(r).model_dump(), children=[]) for r in rows[: args.limit]}
     for row in rows[: args.limit]:
@@ -235,12 +231,12 @@ def _page(tx: Tx, actor: Principal, args: m.PageInput, kind: str) -> tuple[list[
 
 
 def get_logs(tx: Tx, actor: Principal, args: m.PageInput) -> m.LogsOutput:
-    rows, next_start = _page(tx, actor, args, LOG)
+    rows, next_start = _page(tx, actor, args, Kind.LOG)
     return m.LogsOutput(logs=[_log(r) for r in rows], next_start_id=next_start)
 
 
 def get_decisions(tx: Tx, actor: Principal, args: m.PageInput) -> m.DecisionsOutput:
-    rows, next_start = _page(tx, actor, args, DECISION)
+    rows, next_start = _page(tx, actor, args, Kind.DECISION)
     return m.DecisionsOutput(decisions=_decisions(tx, rows), next_start_id=next_start)
 
 
@@ -256,8 +252,8 @@ def _search(tx: Tx, actor: Principal, args: m.SearchInput, kind: str) -> list[It
 
 
 def search_topics(tx: Tx, actor: Principal, args: m.SearchInput) -> m.TopicsOutput:
-    return m.TopicsOutput(topics=[_topic(r) for r in _search(tx, actor, args, TOPIC)])
+    return m.TopicsOutput(topics=[_topic(r) for r in _search(tx, actor, args, Kind.TOPIC)])
 
 
 def search_decisions(tx: Tx, actor: Principal, args: m.SearchInput) -> m.DecisionsOutput:
-    return m.DecisionsOutput(decisions=_decisions(tx, _search(tx, actor, args, DECISION)))
+    return m.DecisionsOutput(decisions=_decisions(tx, _search(tx, actor, args, Kind.DECISION)))

@@ -16,7 +16,6 @@ update"; memhub never reclassifies a claim silently.
 from __future__ import annotations
 
 import re
-import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
@@ -24,24 +23,22 @@ from datetime import timedelta
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.hashing import content_hash, sha256_hex
-from memhub.core.models import Principal, Scope, Viewer
+from memhub.core.ids import CLM, new_session_id
+from memhub.core.models import Kind, Principal, Scope, Viewer
 from memhub.policy.model import CLASSES, Policy
 from memhub.policy.redact import classify, scan
 from memhub.services import access
 from memhub.services.pce import models as m
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.errors import BoundaryDenied, Duplicate, InvalidBoundary, InvalidScope, UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, NewItem, Tx
 
-CLAIM = "claim"
-ENTITY = "entity"
 MENTIONS = "mentions"  # claim -> entity link
 RELATION = "relation"  # entity -> entity link, subtype = the relation's type
 STORE_SCOPES = {"session": Scope.SESSION.value, "project": Scope.PROJECT.value, "principle": Scope.USER.value}
 PCE_SCOPES = {v: k for k, v in STORE_SCOPES.items()}
 _HSPACE = re.compile(r"[^\S\n]+")
-_CLM = re.compile(r"^clm_([1-9][0-9]{0,18})$")
 
 
 def normalize_text(text: str) -> str:
@@ -52,15 +49,6 @@ def normalize_text(text: str) -> str:
 
 def claim_hash(text: str) -> str:
     return "sha256:" + sha256_hex(normalize_text(text))
-
-
-def clm(item_id: int) -> str:
-    return f"clm_{item_id}"
-
-
-def parse_clm(value: str) -> int | None:
-    match = _CLM.match(value.strip())
-    return int(match.group(1)) if match and int(match.group(1)) < 2**63 else None
 
 
 def all_classes(tx: Tx, actor: Principal) -> Viewer:
@@ -84,17 +72,15 @@ def place(tx: Tx, actor: Principal, scope: str) -> Place:
             access.project(tx, actor, project.id, access.Need.WRITE)
         except MemhubError as exc:
             if exc.kind is ErrorKind.FORBIDDEN:  # a viewer of the project
-                raise pce_error(
-                    ErrorKind.FORBIDDEN, "BOUNDARY_DENIED", f"project scope: {exc.message}"
-                ) from None
+                raise BoundaryDenied(f"project scope: {exc.message}") from None
             if exc.kind not in (ErrorKind.INVALID, ErrorKind.NOT_FOUND):
                 raise
-            raise pce_error(ErrorKind.INVALID, "INVALID_SCOPE", f"project scope: {exc.message}") from None
+            raise InvalidScope(f"project scope: {exc.message}") from None
         return Place(STORE_SCOPES["project"], project.id, None)
     if scope == "session":
         session = access.current_session(tx, actor)
         if session is None:
-            session = tx.create_session(f"sess_{secrets.token_hex(6)}", actor.id, "pce", None)
+            session = tx.create_session(new_session_id(), actor.id, "pce", None)
             tx.set_current_session(actor.id, session.id)
         return Place(STORE_SCOPES["session"], None, session.id)
     return Place(STORE_SCOPES["principle"], None, None)
@@ -137,9 +123,7 @@ def _check_boundary(text: str, declared: str) -> None:
     order: dict[str, int] = {name: rank for rank, name in enumerate(CLASSES)}
     if needed != "internal" and order[needed] > order[declared]:
         kinds = sorted({f.kind for f in findings if f.category == needed})
-        raise pce_error(
-            ErrorKind.INVALID,
-            "INVALID_BOUNDARY",
+        raise InvalidBoundary(
             f"the text contains {needed} data ({', '.join(kinds)}): upsert it as boundary_class {needed}"
             " or redact it first (pce.memory.boundary.validate)",
             needed=needed,
@@ -157,11 +141,11 @@ def _entities(tx: Tx, call: Call, row: ItemRow, where: Place, args: m.UpsertInpu
     known: dict[str, int] = {}
     for entity in args.entities or []:
         key = content_hash("pce-entity", where.scope, str(where.project_id), where.session_id, entity.id)
-        found = _existing(tx, viewer, where, ENTITY, key)
+        found = _existing(tx, viewer, where, Kind.ENTITY, key)
         if found is None:
             found = tx.insert_item(
                 NewItem(
-                    kind=ENTITY,
+                    kind=Kind.ENTITY,
                     owner=call.principal.id,
                     scope=where.scope,
                     project_id=where.project_id,
@@ -181,17 +165,15 @@ def _entities(tx: Tx, call: Call, row: ItemRow, where: Place, args: m.UpsertInpu
         for end in (relation.src_id, relation.dst_id):
             if end not in known:
                 key = content_hash("pce-entity", where.scope, str(where.project_id), where.session_id, end)
-                found = _existing(tx, viewer, where, ENTITY, key)
+                found = _existing(tx, viewer, where, Kind.ENTITY, key)
                 if found is None:
                     raise invalid(f"relations: entity {end[:60]!r} is neither in entities nor known here")
                 known[end] = found.id
             ends.append(known[end])
         if relation.evidence_claim_id is not None:
-            evidence = parse_clm(relation.evidence_claim_id)
-            if evidence is None or tx.get_item(viewer, evidence, (CLAIM,)) is None:
-                raise pce_error(
-                    ErrorKind.NOT_FOUND,
-                    "UNKNOWN_CLAIM",
+            evidence = CLM.parse(relation.evidence_claim_id)
+            if evidence is None or tx.get_item(viewer, evidence, (Kind.CLAIM,)) is None:
+                raise UnknownClaim(
                     f"evidence claim {relation.evidence_claim_id[:40]} not found",
                 )
         tx.upsert_link(ends[0], ends[1], RELATION, relation.type, 1.0)
@@ -213,23 +195,23 @@ async def upsert(call: Call, args: m.UpsertInput) -> m.UpsertResult:
         where = place(tx, call.principal, args.scope)
         # the caller's own claim in any class, else one the caller may read by default: another
         # member's pii/secret claim is never confirmed (not even as DUPLICATE)
-        existing = _existing(tx, all_classes(tx, call.principal), where, CLAIM, key, owner=call.principal.id)
-        existing = existing or _existing(tx, access.viewer(tx, call.principal), where, CLAIM, key)
+        existing = _existing(
+            tx, all_classes(tx, call.principal), where, Kind.CLAIM, key, owner=call.principal.id
+        )
+        existing = existing or _existing(tx, access.viewer(tx, call.principal), where, Kind.CLAIM, key)
         if existing is not None:
             same = existing.category == args.kind and existing.boundary_class == args.boundary_class
             if not same:
-                raise pce_error(
-                    ErrorKind.CONFLICT,
-                    "DUPLICATE",
-                    f"this text is already claim {clm(existing.id)} with kind {existing.category} and"
+                raise Duplicate(
+                    f"this text is already claim {CLM(existing.id)} with kind {existing.category} and"
                     f" boundary_class {existing.boundary_class}",
-                    existing_id=clm(existing.id),
+                    existing_id=CLM(existing.id),
                 )
-            call.detail.update(claim_id=clm(existing.id), idempotent=True)
-            return clm(existing.id), policy.version
+            call.detail.update(claim_id=CLM(existing.id), idempotent=True)
+            return CLM(existing.id), policy.version
         row = tx.insert_item(
             NewItem(
-                kind=CLAIM,
+                kind=Kind.CLAIM,
                 owner=call.principal.id,
                 scope=where.scope,
                 project_id=where.project_id,
@@ -249,8 +231,8 @@ async def upsert(call: Call, args: m.UpsertInput) -> m.UpsertResult:
             )
         )
         _entities(tx, call, row, where, args)
-        call.detail.update(claim_id=clm(row.id), idempotent=False, entities=len(args.entities or []))
-        return clm(row.id), policy.version
+        call.detail.update(claim_id=CLM(row.id), idempotent=False, entities=len(args.entities or []))
+        return CLM(row.id), policy.version
 
     claim_id, version = await call.transact(work)
     return m.UpsertResult(
@@ -263,7 +245,7 @@ async def upsert(call: Call, args: m.UpsertInput) -> m.UpsertResult:
 
 def to_claim(row: ItemRow, text: str) -> m.Claim:
     return m.Claim(
-        id=clm(row.id),
+        id=CLM(row.id),
         text=text,
         kind=row.category or "fact",  # type: ignore[arg-type]
         scope=row.attrs.get("pce_scope") or PCE_SCOPES.get(row.scope, "principle"),  # type: ignore[arg-type]

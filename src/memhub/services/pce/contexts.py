@@ -19,15 +19,16 @@ from datetime import timedelta
 from typing import Any
 
 from memhub.core.clock import isoformat, parse_iso
-from memhub.core.errors import ErrorKind, invalid
-from memhub.core.models import Principal
+from memhub.core.errors import invalid
+from memhub.core.ids import CLM
+from memhub.core.models import Kind, Principal
 from memhub.policy.model import Policy
 from memhub.policy.redact import without_secrets
 from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
-from memhub.services.pce.claims import CLAIM, parse_clm
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.config import config
+from memhub.services.pce.errors import ContextExpired, UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import (
     Ranked,
@@ -72,11 +73,9 @@ def capped(policy: Policy, items: list[Ranked]) -> list[Ranked]:
 def _load(tx: Tx, caller: Principal, context_id: str, now: str) -> ActiveContextRow:
     row = tx.get_active_context(context_id) if _AC.match(context_id) else None
     if row is None or row.owner != caller.id:
-        raise pce_error(ErrorKind.NOT_FOUND, "UNKNOWN_CLAIM", f"active context {context_id[:70]} not found")
+        raise UnknownClaim(f"active context {context_id[:70]} not found")
     if now >= row.expires_at:
-        raise pce_error(
-            ErrorKind.NOT_FOUND,
-            "ACTIVE_CONTEXT_EXPIRED",
+        raise ContextExpired(
             f"active context {context_id} expired at {row.expires_at} (410 Gone): call activate again",
             expired_at=row.expires_at,
         )
@@ -86,15 +85,17 @@ def _load(tx: Tx, caller: Principal, context_id: str, now: str) -> ActiveContext
 def _items(tx: Tx, call_principal: Principal, row: ActiveContextRow, policy: Policy) -> list[dict[str, Any]]:
     """The AC's claims as they may be shown now (re-read through the visibility filter)."""
     entries: list[dict[str, Any]] = row.body["claims"]
-    ids = [i for e in entries if (i := parse_clm(e["id"])) is not None]
+    ids = [i for e in entries if (i := CLM.parse(e["id"])) is not None]
     viewer = access.viewer(
         tx, call_principal, sessions="own", boundaries=set(row.body["classes"]) - {"secret"}
     )
-    found = {r.id: r for r in tx.query_items(viewer, ItemQuery(kinds=(CLAIM,), ids=ids, limit=len(ids) or 1))}
+    found = {
+        r.id: r for r in tx.query_items(viewer, ItemQuery(kinds=(Kind.CLAIM,), ids=ids, limit=len(ids) or 1))
+    }
     out = []
     entities = entity_evidence(tx, viewer, list(found))
     for entry in entries:
-        item_id = parse_clm(entry["id"])
+        item_id = CLM.parse(entry["id"])
         rowi = found.get(item_id) if item_id is not None else None
         if rowi is None:
             continue
@@ -150,7 +151,7 @@ async def activate(call: Call, args: m.ActivateInput) -> m.ActivateResult:
     kept = capped(ranked.policy, ranked.items)
     context_id = "ac_" + secrets.token_hex(12)
     created = parse_iso(as_of)
-    expires = isoformat(created + timedelta(seconds=call.runtime.config.pce_active_context_ttl_s))
+    expires = isoformat(created + timedelta(seconds=config(call).active_context_ttl_s))
     body = {
         "classes": sorted(ranked.allowed),
         "tags": list(ranked.tags),

@@ -1,7 +1,8 @@
 """Seed 000's error envelope and vocabulary (§1.x, §6).
 
 `{"error": {"code", "message", "details"}, "request_id", "trace_id", "policy_version"}`.
-A service names a seed code with the `code` detail (BOUNDARY_DENIED, UNKNOWN_CLAIM, ...);
+A service raises a seed code as its class (`BoundaryDenied`, `UnknownClaim`, ...), found by
+walking the error's MRO; a validation error names its parameter (`scope` -> INVALID_SCOPE);
 otherwise the code follows from the error's kind and the tool. `details.http` is the HTTP
 status the seed gives the code.
 """
@@ -10,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from memhub.core.errors import CallContext, ErrorKind, MemhubError
+from memhub.core.errors import (
+    CallContext,
+    ErrorKind,
+    InvalidArguments,
+    KindError,
+    MemhubError,
+    Unauthorized,
+    lookup,
+)
 
 HTTP = {
     "VALIDATION_ERROR": 400,
@@ -50,16 +59,66 @@ _FIELD_CODES = {"scope": "INVALID_SCOPE", "boundary_class": "INVALID_BOUNDARY"}
 DEFAULT_POLICY_VERSION = "0.0.0"
 
 
-def pce_error(kind: ErrorKind, code: str, message: str, **details: Any) -> MemhubError:
-    return MemhubError(kind, message, code=code, **details)
+class BoundaryDenied(KindError):
+    """The caller's boundary or role does not allow this (403)."""
+
+    KIND = ErrorKind.FORBIDDEN
+
+
+class InvalidScope(KindError):
+    """The scope names no place the caller may write to (422)."""
+
+    KIND = ErrorKind.INVALID
+
+
+class InvalidBoundary(KindError):
+    """The text needs a stricter boundary class than the one given (422)."""
+
+    KIND = ErrorKind.INVALID
+
+
+class UnknownClaim(KindError):
+    """No such claim or active context for this caller (404)."""
+
+    KIND = ErrorKind.NOT_FOUND
+
+
+class ContextExpired(KindError):
+    """The active context has expired: activate again (410)."""
+
+    KIND = ErrorKind.NOT_FOUND
+
+
+class Duplicate(KindError):
+    """The same text is already a claim of another kind or class (409)."""
+
+    KIND = ErrorKind.CONFLICT
+
+
+class PolicyMissing(KindError):
+    """The server requires an applied policy and none is (424)."""
+
+    KIND = ErrorKind.UNAVAILABLE
+
+
+BY_CLASS: dict[type[KindError], str] = {
+    BoundaryDenied: "BOUNDARY_DENIED",
+    InvalidScope: "INVALID_SCOPE",
+    InvalidBoundary: "INVALID_BOUNDARY",
+    UnknownClaim: "UNKNOWN_CLAIM",
+    ContextExpired: "ACTIVE_CONTEXT_EXPIRED",
+    Duplicate: "DUPLICATE",
+    PolicyMissing: "POLICY_MISSING",
+    Unauthorized: "UNAUTHORIZED",
+}
 
 
 def code_of(error: MemhubError, tool: str) -> str:
-    named = error.details.get("code")
-    if isinstance(named, str) and named in HTTP:
+    named = lookup(error, BY_CLASS)
+    if named is not None:
         return named
-    if error.kind is ErrorKind.INVALID and error.message.split(":", 1)[0].split(".")[0] in _FIELD_CODES:
-        return _FIELD_CODES[error.message.split(":", 1)[0].split(".")[0]]
+    if isinstance(error, InvalidArguments) and error.field in _FIELD_CODES:
+        return _FIELD_CODES[error.field]
     if error.kind is ErrorKind.INVALID and tool == "pce.memory.policy.apply":
         return "INVALID_POLICY"
     if error.kind in _BY_KIND:
@@ -73,9 +132,7 @@ def render(error: MemhubError, context: CallContext) -> dict[str, Any]:
     if code == "INVALID_POLICY":
         details["alias"] = "POLICY_INVALID"  # §1.x names the same failure POLICY_INVALID
     details.update(
-        (k, v)
-        for k, v in error.details.items()
-        if k != "code" and (isinstance(v, str | int | float | bool) or _small_list(v))
+        (k, v) for k, v in error.details.items() if isinstance(v, str | int | float | bool) or _small_list(v)
     )
     if error.kind is ErrorKind.TIMEOUT:
         details["reason"] = "timeout"

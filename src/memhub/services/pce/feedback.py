@@ -13,12 +13,13 @@ of its project). A project viewer may read a claim but not rate it (BOUNDARY_DEN
 from __future__ import annotations
 
 from memhub.core.clock import parse_iso
-from memhub.core.errors import ErrorKind
+from memhub.core.ids import CLM
+from memhub.core.models import Kind
 from memhub.services import access
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
-from memhub.services.pce.claims import CLAIM, parse_clm
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.config import config
+from memhub.services.pce.errors import BoundaryDenied, UnknownClaim
 from memhub.services.pce.policies import current
 from memhub.services.pce.retrieval import boundary_viewer
 from memhub.services.runtime import Call
@@ -26,21 +27,19 @@ from memhub.store.base import Tx
 
 
 async def feedback(call: Call, args: m.FeedbackInput) -> m.FeedbackResult:
-    item_id = parse_clm(args.claim_id)
-    bucket_s = max(1, call.runtime.config.pce_feedback_bucket_s)
+    item_id = CLM.parse(args.claim_id)
+    bucket_s = max(1, config(call).feedback_bucket_s)
     call.detail.update(claim_id=args.claim_id[:40], signal=args.signal)
 
     def work(tx: Tx) -> str:
         policy = current(tx)
         # the claims a caller may rate are those it may read (pii included; never secret)
         viewer = boundary_viewer(tx, call, frozenset({"public", "internal", "pii"}))
-        row = tx.get_item(viewer, item_id, (CLAIM,)) if item_id is not None else None
+        row = tx.get_item(viewer, item_id, (Kind.CLAIM,)) if item_id is not None else None
         if row is None:
-            raise pce_error(ErrorKind.NOT_FOUND, "UNKNOWN_CLAIM", f"claim {args.claim_id[:40]} not found")
+            raise UnknownClaim(f"claim {args.claim_id[:40]} not found")
         if not access.may_modify(tx, call.principal, row):
-            raise pce_error(
-                ErrorKind.FORBIDDEN,
-                "BOUNDARY_DENIED",
+            raise BoundaryDenied(
                 f"feedback on claim {args.claim_id[:40]} needs write access: a viewer of its project"
                 " may read it but not rate it",
             )

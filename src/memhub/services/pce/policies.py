@@ -15,12 +15,12 @@ import hashlib
 import hmac
 import json
 
-from memhub.core.errors import ErrorKind, conflict, not_found
+from memhub.core.errors import Unauthorized, conflict, not_found
 from memhub.core.models import Principal
 from memhub.policy.model import DEFAULT_POLICY, Policy, PolicyDoc, diff, next_version, parse
 from memhub.services import access
 from memhub.services.pce import models as m
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.config import config
 from memhub.services.runtime import Call, Runtime
 from memhub.store.base import PolicyRow, Tx
 
@@ -46,20 +46,18 @@ def _verify(key: str, args: m.PolicyInput, base: str) -> bool:
     if not key:
         return False
     if not args.approver or not args.signature:
-        raise pce_error(
-            ErrorKind.FORBIDDEN,
-            "UNAUTHORIZED",
+        raise Unauthorized(
             "this server accepts signed policies only: pass approver and signature",
         )
     expected = sign(key, args.approver, args.yaml, base)
     if not hmac.compare_digest(expected, args.signature.strip().lower().removeprefix("hmac-sha256:")):
-        raise pce_error(ErrorKind.FORBIDDEN, "UNAUTHORIZED", "the policy signature does not verify")
+        raise Unauthorized("the policy signature does not verify")
     return True
 
 
 async def apply(call: Call, args: m.PolicyInput) -> m.PolicyResult:
     doc = parse(args.yaml)  # INVALID_POLICY when it does not parse or validate
-    key = call.runtime.config.pce_policy_hmac_key
+    key = config(call).policy_hmac_key
 
     def work(tx: Tx) -> tuple[str, str]:
         now = current(tx)
@@ -69,7 +67,7 @@ async def apply(call: Call, args: m.PolicyInput) -> m.PolicyResult:
         if args.validate_only:
             return version, now.version
         if not access.is_admin(tx, call.principal):
-            raise pce_error(ErrorKind.FORBIDDEN, "UNAUTHORIZED", "only an admin may apply a policy")
+            raise Unauthorized("only an admin may apply a policy")
         signed = _verify(key, args, now.version)
         if args.expected_version is not None and args.expected_version != now.version:
             raise conflict(

@@ -23,7 +23,8 @@ from typing import Any
 from memhub.core.clock import parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.hashing import sha256_hex
-from memhub.core.models import Viewer
+from memhub.core.ids import CLM
+from memhub.core.models import Kind, Viewer
 from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_seconds
 from memhub.policy.redact import PII_KINDS, SECRET_KINDS, redact
 from memhub.search.engine import MAX_K
@@ -32,16 +33,14 @@ from memhub.services import access, graph
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
 from memhub.services.pce.claims import (
-    CLAIM,
-    ENTITY,
     MENTIONS,
     RELATION,
     STORE_SCOPES,
     age_days,
-    clm,
     to_claim,
 )
-from memhub.services.pce.errors import pce_error
+from memhub.services.pce.config import config
+from memhub.services.pce.errors import BoundaryDenied, PolicyMissing
 from memhub.services.pce.policies import current
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
@@ -76,9 +75,7 @@ def check_tags(allow: list[str] | None) -> tuple[str, ...]:
     tags = tuple(dict.fromkeys(allow)) if allow else DEFAULT_ALLOW
     wild = [t for t in tags if "*" in t]
     if wild:
-        raise pce_error(
-            ErrorKind.FORBIDDEN,
-            "BOUNDARY_DENIED",
+        raise BoundaryDenied(
             "allow tags name a concrete purpose (answer:task, tool:contact-lookup);"
             " wildcards are for policies",
             tags=wild[:5],
@@ -88,10 +85,8 @@ def check_tags(allow: list[str] | None) -> tuple[str, ...]:
 
 async def policy_in_force(call: Call) -> Policy:
     policy = await call.read(current)
-    if policy.builtin and call.runtime.config.pce_require_policy:
-        raise pce_error(
-            ErrorKind.UNAVAILABLE, "POLICY_MISSING", "no policy has been applied: run pce.memory.policy.apply"
-        )
+    if policy.builtin and config(call).require_policy:
+        raise PolicyMissing("no policy has been applied: run pce.memory.policy.apply")
     return policy
 
 
@@ -116,7 +111,7 @@ def _scope_query(tx: Tx, call: Call, scopes: Sequence[str] | None) -> ItemQuery:
         tx.get_project_by_name(call.principal.default_project) if call.principal.default_project else None
     )
     return ItemQuery(
-        kinds=(CLAIM,),
+        kinds=(Kind.CLAIM,),
         scopes=[STORE_SCOPES[s] for s in wanted],
         scope_projects=[project.id] if project is not None else [],
     )
@@ -149,7 +144,7 @@ async def rank(
     )
     hybrid = doc.retrieval.hybrid
     hits = await engine.search(
-        viewer, query, kinds=(CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
+        viewer, query, kinds=(Kind.CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
         k_final=min(hybrid.k_txt + hybrid.k_vec, MAX_K), alpha=hybrid.alpha, explain=explain,
     )  # fmt: skip
     parts = ranking.components(hits, hybrid.alpha)
@@ -169,7 +164,7 @@ async def rank(
                 explain.count("past its scope's TTL")
             continue  # past its scope's TTL under the policy in force
         if row.boundary_class not in allowed:
-            withheld.append(clm(row.id))
+            withheld.append(CLM(row.id))
             if explain is not None:
                 explain.count("withheld for human review (boundary class)")
             continue
@@ -227,7 +222,7 @@ def entity_evidence(tx: Tx, viewer: Viewer, claim_ids: Sequence[int]) -> dict[in
     for claim_id in claim_ids:
         walked = graph.walk(tx, viewer, [claim_id], (MENTIONS, RELATION), depth=2, max_nodes=MAX_ENTITIES)
         ids = walked.found()
-        query = ItemQuery(kinds=(ENTITY,), ids=ids, limit=len(ids) or 1)
+        query = ItemQuery(kinds=(Kind.ENTITY,), ids=ids, limit=len(ids) or 1)
         rows = {row.id: row for row in tx.query_items(viewer, query)}
         out[claim_id] = [
             m.Evidence(
@@ -347,7 +342,7 @@ async def search(call: Call, args: m.SearchInput) -> m.SearchResult:
     cursor = None
     if rest:
         cursor = encode_cursor({"f": print_, "at": as_of, "r": _pack([*returned, *(r.row.id for r in page)])})
-    call.detail["returned"] = [clm(r.row.id) for r in page]
+    call.detail["returned"] = [CLM(r.row.id) for r in page]
     found: dict[int, list[m.Evidence]] = {}
     if args.include_meta and page:
         found = await call.read(lambda tx: entity_evidence(tx, ranked.viewer, [r.row.id for r in page]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memhub.core.errors import CallContext, ErrorKind, MemhubError
+from memhub.core.errors import CallContext, ErrorKind, KindError, MemhubError, lookup
 
 CODES = {
     ErrorKind.INVALID: "invalid_parameter",
@@ -19,18 +19,23 @@ CODES = {
     ErrorKind.STORAGE: "internal_error",
     ErrorKind.INTERNAL: "internal_error",
 }
-PATH_CODES = frozenset({"invalid_path", "out_of_scope"})
 
 
-def invalid_path(message: str) -> MemhubError:
-    return MemhubError(ErrorKind.INVALID, message, code="invalid_path")
+class InvalidPath(KindError):
+    """A path memhub will not use (control characters, backslashes, a folder for a file...)."""
+
+    KIND = ErrorKind.INVALID
 
 
-def out_of_scope(message: str) -> MemhubError:
-    return MemhubError(ErrorKind.FORBIDDEN, message, code="out_of_scope")
+class OutOfScope(KindError):
+    """A path that leads outside the vault (absolute, `..`, a symlink pointing out)."""
+
+    KIND = ErrorKind.FORBIDDEN
+
+
+BY_CLASS: dict[type[KindError], str] = {InvalidPath: "invalid_path", OutOfScope: "out_of_scope"}
 
 
 def render(error: MemhubError, context: CallContext | None = None) -> dict[str, Any]:
-    """`{"error": {"code": ..., "message": ...}}`; path failures carry their own code."""
-    code = error.details.get("code")
-    return {"error": {"code": code if code in PATH_CODES else CODES[error.kind], "message": error.message}}
+    """`{"error": {"code": ..., "message": ...}}`; path failures have their own code."""
+    return {"error": {"code": lookup(error, BY_CLASS) or CODES[error.kind], "message": error.message}}

@@ -11,25 +11,29 @@ SYNC_BATCH_FILES files per call.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memhub.core.hashing import content_hash
-from memhub.core.models import Scope, Viewer
+from memhub.core.models import Kind, Scope, Viewer
 from memhub.services.vault.config import SYNC_BATCH_FILES
 from memhub.services.vault.links import Names, links
 from memhub.services.vault.notes import Note, NoteCache, fold
 from memhub.services.vault.paths import Vault
 from memhub.store.base import ItemQuery, NewItem, Tx
 
-if TYPE_CHECKING:
-    from memhub.services.vault.state import Listing
-
-NOTE = "note"
 WIKI_LINK = "wiki_link"
 ALL_NOTES = 10_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One walk of the vault (services/vault/state.py makes them)."""
+
+    generation: int
+    files: list[tuple[str, os.stat_result]]  # every note of the vault, in path order
 
 
 @dataclass
@@ -89,7 +93,7 @@ class NoteIndex:
     def _load(self, tx: Tx, owner: str) -> dict[str, tuple[str, list[int]]]:
         stored: dict[str, tuple[str, list[int]]] = {}
         viewer = Viewer(principal=owner, now=tx.now)
-        for item in tx.query_items(viewer, ItemQuery(kinds=(NOTE,), owner=owner, limit=ALL_NOTES)):
+        for item in tx.query_items(viewer, ItemQuery(kinds=(Kind.NOTE,), owner=owner, limit=ALL_NOTES)):
             path = str(item.attrs.get("path", ""))
             sha = str(item.attrs.get("file_sha256", ""))
             stored.setdefault(path, (sha, []))[1].append(item.id)
@@ -189,7 +193,7 @@ def _items(note: Note, owner: str) -> list[NewItem]:
             continue
         items.append(
             NewItem(
-                kind=NOTE,
+                kind=Kind.NOTE,
                 owner=owner,
                 scope=Scope.USER.value,
                 title=f"{name} › {section.heading}" if section.heading else name,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from memhub.core.errors import forbidden, not_found
 from memhub.services.vault.config import MAX_NAME_BYTES, MAX_PATH_CHARS, TEXT_SUFFIXES
-from memhub.services.vault.errors import invalid_path, out_of_scope
+from memhub.services.vault.errors import InvalidPath, OutOfScope
 
 RESERVED = ".system"
 DAILY = "daily"
@@ -38,39 +38,39 @@ class Target:
 
 def _segments(raw: str, *, allow_root: bool) -> list[str]:
     if any(ord(c) < 32 or ord(c) == 0x7F for c in raw):
-        raise invalid_path("path contains a NUL or control character")
+        raise InvalidPath("path contains a NUL or control character")
     if len(raw) > MAX_PATH_CHARS:
-        raise invalid_path(f"path is longer than {MAX_PATH_CHARS} characters")
+        raise InvalidPath(f"path is longer than {MAX_PATH_CHARS} characters")
     if raw.startswith(("/", "~")):
-        raise out_of_scope("absolute paths are outside the vault; use a path relative to the vault root")
+        raise OutOfScope("absolute paths are outside the vault; use a path relative to the vault root")
     if "\\" in raw:
-        raise invalid_path("use / as the path separator (backslashes are not allowed)")
+        raise InvalidPath("use / as the path separator (backslashes are not allowed)")
     if ":" in raw:
-        raise out_of_scope("drive letters and URLs are outside the vault (':' is not allowed)")
+        raise OutOfScope("drive letters and URLs are outside the vault (':' is not allowed)")
     if _ENCODED.search(raw):
-        raise invalid_path("percent-encoded characters are not allowed in a path")
+        raise InvalidPath("percent-encoded characters are not allowed in a path")
     folded = unicodedata.normalize("NFKC", raw)
     if folded != raw and (
         folded.count("/") != raw.count("/")
         or any(c in folded for c in "\\:")
         or any(s in (".", "..") for s in folded.split("/"))
     ):
-        raise invalid_path("path contains Unicode look-alikes of path separators or dots")
+        raise InvalidPath("path contains Unicode look-alikes of path separators or dots")
     if raw.endswith("/") and not allow_root:
-        raise invalid_path("a file path must not end with '/'")
+        raise InvalidPath("a file path must not end with '/'")
     text = raw.removesuffix("/") if len(raw) > 1 else raw
     if text in ("", "."):
         if allow_root:
             return []
-        raise invalid_path("path is empty")
+        raise InvalidPath("path is empty")
     parts = text.split("/")
     for part in parts:
         if part == "..":
-            raise out_of_scope("'..' leads outside the vault")
+            raise OutOfScope("'..' leads outside the vault")
         if part in ("", "."):
-            raise invalid_path("path has an empty or '.' segment")
+            raise InvalidPath("path has an empty or '.' segment")
         if len(part.encode("utf-8")) > MAX_NAME_BYTES:
-            raise invalid_path(f"a path segment is longer than {MAX_NAME_BYTES} bytes")
+            raise InvalidPath(f"a path segment is longer than {MAX_NAME_BYTES} bytes")
     return parts
 
 
@@ -122,7 +122,7 @@ class Vault:
             joined = self._same_name(parts)
         real = Path(os.path.realpath(joined))
         if real != self.root and self.root not in real.parents:
-            raise out_of_scope("path resolves outside the vault (a symlink points out)")
+            raise OutOfScope("path resolves outside the vault (a symlink points out)")
         rel = real.relative_to(self.root).as_posix()
         return Target("" if rel == "." else rel, real)
 
@@ -149,7 +149,7 @@ class Vault:
         target = self.resolve(raw)
         if not target.path.is_file():
             if target.path.exists():
-                raise invalid_path(f"{raw} is a folder, not a file")
+                raise InvalidPath(f"{raw} is a folder, not a file")
             raise not_found(f"{raw} not found in the vault")
         return target
 
@@ -159,7 +159,7 @@ class Vault:
             return target  # an empty vault: nothing created yet
         if not target.path.is_dir():
             if target.path.exists():
-                raise invalid_path(f"{raw} is a file, not a folder")
+                raise InvalidPath(f"{raw} is a file, not a folder")
             raise not_found(f"folder {raw} not found in the vault")
         return target
 

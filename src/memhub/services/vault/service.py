@@ -22,8 +22,8 @@ T = TypeVar("T")
 
 
 def vault_state(call: Call) -> VaultState:
-    state = call.runtime.vault_state
-    if state is None:
+    state = call.state
+    if not isinstance(state, VaultState):
         raise MemhubError(ErrorKind.UNAVAILABLE, "no vault is configured (start memhub with --vault PATH)")
     state.vault.check_owner(call.principal.id)
     return state

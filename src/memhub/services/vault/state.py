@@ -5,26 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from memhub.services.vault.config import SYNC_INTERVAL_S
 from memhub.services.vault.files import sweep_temp_files, vault_lock
-from memhub.services.vault.index import NoteIndex
+from memhub.services.vault.index import Listing, NoteIndex
 from memhub.services.vault.notes import NoteCache
 from memhub.services.vault.paths import Vault
 
 log = logging.getLogger("memhub.vault")
-
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    generation: int
-    files: list[tuple[str, os.stat_result]]  # every note of the vault, in path order
 
 
 class VaultState:

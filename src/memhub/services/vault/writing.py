@@ -13,7 +13,7 @@ from __future__ import annotations
 from memhub.core.errors import conflict, forbidden, invalid, not_found
 from memhub.services.runtime import Call
 from memhub.services.vault import models as m
-from memhub.services.vault.errors import invalid_path
+from memhub.services.vault.errors import InvalidPath
 from memhub.services.vault.files import atomic_write, read_bytes
 from memhub.services.vault.notes import decode
 from memhub.services.vault.paths import TEMP_MARK, Target, in_daily, is_reserved, valid_daily
@@ -31,7 +31,7 @@ def _writable(state: VaultState, raw: str, *, replace: bool = False) -> Target:
         if not valid_daily(target.rel):
             raise forbidden("daily/ only holds daily/YYYY-MM-DD.md notes with a real date")
     if TEMP_MARK in target.path.name:
-        raise invalid_path("that name is reserved for memhub's temporary files")
+        raise InvalidPath("that name is reserved for memhub's temporary files")
     return target
 
 
@@ -39,7 +39,7 @@ def _existing(target: Target, raw: str) -> None:
     if not target.path.exists():
         raise conflict(f"{raw} does not exist: overwrite and append change existing notes (use vault_create)")
     if not target.path.is_file():
-        raise invalid_path(f"{raw} is not a file")
+        raise InvalidPath(f"{raw} is not a file")
 
 
 async def vault_create(call: Call, args: m.CreateInput) -> m.WrittenOutput:
@@ -51,10 +51,10 @@ async def vault_create(call: Call, args: m.CreateInput) -> m.WrittenOutput:
         with state.writing():
             folder = target.path.parent
             if folder.exists() and not folder.is_dir():
-                raise invalid_path("a parent of that path is a file")
+                raise InvalidPath("a parent of that path is a file")
             folder.mkdir(parents=True, exist_ok=True)
             if not state.vault.inside(folder):
-                raise invalid_path("a parent folder resolves outside the vault")
+                raise InvalidPath("a parent folder resolves outside the vault")
             snap = atomic_write(target.path, data, base=None)
         state.saw(target.rel, snap.sha256)
         call.detail.update(path=target.rel, written_bytes=len(data))
