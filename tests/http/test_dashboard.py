@@ -403,3 +403,21 @@ def test_an_items_history_comes_from_the_audit_log_for_its_readers_only(site: Si
     assert newest == sorted(newest, reverse=True) and len(newest) == 2
     older = alice.get(f"/ui/item/{old}", params={"history_before": newest[0]}).text
     assert "<td>supersede_decision</td>" not in older and "<td>record_decision</td>" in older
+
+
+def test_a_notes_coverage_is_the_vault_tools_last_result(site: Site) -> None:
+    """The note page shows the coverage `vault_coverage` computed and audited for it (the
+    newest, by its caller), and says when none was computed."""
+    client = site.login("alice")
+    none = client.get("/ui/vault/note", params={"path": "index.md"}).text
+    assert "no coverage computed for this note" in none
+    result = site.call(
+        "alice", "vault_coverage", path="index.md", cited_ranges=[{"start_line": 1, "end_line": 1}]
+    )
+    shown = client.get("/ui/vault/note", params={"path": "index.md"}).text
+    ratio = round(result["coverage_ratio"] * 100, 1)
+    assert f"<strong>{ratio}%</strong>" in shown and "covered: L1–L1" in shown
+    first, *_ = result["uncovered_ranges"]
+    assert f"not covered: L{first['start_line']}–L{first['end_line']}" in shown
+    other = client.get("/ui/vault/note", params={"path": "guides/hostile.md"}).text
+    assert "no coverage computed for this note" in other  # another note's coverage is not this one's

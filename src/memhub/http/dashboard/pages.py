@@ -154,7 +154,18 @@ class Pages:
         call = c.call("dashboard.vault_read", read_only=True)
         read = await vault_reading.vault_read(call, vault_models.ReadInput(path=path, full=True))
         shown = Markup(markdown.render(read.text, _parent(path)))
-        return c.render("note.html", path=path, html=shown, truncated=read.truncated, parent=_parent(path))
+        rel = str(call.detail.get("path", path))  # the note's path as the vault tools name it
+        coverage = await self._read(
+            c, "vault_coverage_shown", lambda tx, _: details.note_coverage(tx, c.principal, rel)
+        )
+        return c.render(
+            "note.html",
+            path=path,
+            html=shown,
+            truncated=read.truncated,
+            parent=_parent(path),
+            coverage=coverage,
+        )
 
     async def picture(self, c: Context) -> Response:
         """A `visualize` rendering as an SVG image (the tool's own code and visibility)."""
