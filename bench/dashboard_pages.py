@@ -7,7 +7,8 @@ the user domain, a project with a three-level topic tree, logs and decisions in 
 chain, a vault note, `--events` audit events naming memories), starts a real `memhub serve
 --transport http` (auth none: the local user) on it, and loads every dashboard page `--loads`
 times over HTTP, timing the whole answer. The overview's first load (its counts are
-computed, then cached for 30 s) is reported on its own as `overview (cold)`. Writes bench/results/dashboard_pages.json.
+computed, then cached for 30 s) is reported on its own as `overview (cold)`. Writes
+bench/results/dashboard_pages.json.
 """
 
 from __future__ import annotations
