@@ -78,11 +78,12 @@ def seed(home: Path, db: Path, memories: int, events: int = 0) -> dict[str, int]
                     )  # fmt: skip
             previous: list[int] = []
             for n in range(10):
-                row = decision_model.create(
-                    tx, me, project_id=ids["project"], title=f"database choice {n}",
+                new = decision_model.NewDecision(
+                    project_id=ids["project"], title=f"database choice {n}",
                     rationale="the deploy pipeline needs it", target="database_policy", origin="decisions",
                     supersedes=previous,
                 )  # fmt: skip
+                row = decision_model.create(tx, me, new)
                 previous = [row.id]
             ids["decision"] = previous[0]
         for start in range(0, events, BATCH):  # an audit log of `events` events naming memories
