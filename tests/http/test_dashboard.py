@@ -421,3 +421,25 @@ def test_a_notes_coverage_is_the_vault_tools_last_result(site: Site) -> None:
     assert f"not covered: L{first['start_line']}–L{first['end_line']}" in shown
     other = client.get("/ui/vault/note", params={"path": "guides/hostile.md"}).text
     assert "no coverage computed for this note" in other  # another note's coverage is not this one's
+
+
+def test_a_csp_violation_report_is_counted_never_kept(site: Site) -> None:
+    """Every page's policy names /ui/csp-report; a report posted there (no session needed, as
+    a browser sends it) is answered 204 and counted in /metrics, its content dropped."""
+    page = site.login("alice").get("/ui/search")
+    assert "report-uri /ui/csp-report" in page.headers["content-security-policy"]
+
+    def reported() -> int:
+        text = site.browser().get("/metrics", headers={"X-API-Key": site.keys["alice"]}).text
+        found = re.search(r"^memhub_csp_reports_total (\d+)", text, re.M)
+        assert found, text
+        return int(found.group(1))
+
+    before = reported()
+    body = '{"csp-report": {"blocked-uri": "inline", "script-sample": "SECRET-SAMPLE"}}'
+    answer = site.browser().post(
+        "/ui/csp-report", content=body, headers={"content-type": "application/csp-report"}
+    )
+    assert answer.status_code == 204 and answer.text == ""
+    assert reported() == before + 1
+    assert site.browser().get("/ui/csp-report").status_code == 405  # reports are posted
