@@ -4,10 +4,11 @@
 
 Seeds a fresh store in-process (`--memories` memories from bench/corpus.py in the global and
 the user domain, a project with a three-level topic tree, logs and decisions in a supersede
-chain, a vault note), starts a real `memhub serve --transport http` (auth none: the local
-user) on it, and loads every dashboard page `--loads` times over HTTP, timing the whole
-answer. The overview's first load (its counts are computed, then cached for 30 s) is
-reported on its own as `overview (cold)`. Writes bench/results/dashboard_pages.json.
+chain, a vault note, `--events` audit events naming memories), starts a real `memhub serve
+--transport http` (auth none: the local user) on it, and loads every dashboard page `--loads`
+times over HTTP, timing the whole answer. The overview's first load (its counts are
+computed, then cached for 30 s) is reported on its own as `overview (cold)`. Writes
+bench/results/dashboard_pages.json.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from memhub.store.base import NewItem
 BATCH = 5_000
 
 
-def seed(home: Path, db: Path, memories: int) -> dict[str, int]:
+def seed(home: Path, db: Path, memories: int, events: int = 0) -> dict[str, int]:
     settings = Settings(home=home, db=str(db), user="bench", project="bench", embedder="none")
     runtime = build_runtime(settings)
     me = Principal("bench", default_project="bench")
@@ -77,13 +78,20 @@ def seed(home: Path, db: Path, memories: int) -> dict[str, int]:
                     )  # fmt: skip
             previous: list[int] = []
             for n in range(10):
-                row = decision_model.create(
-                    tx, me, project_id=ids["project"], title=f"database choice {n}",
+                new = decision_model.NewDecision(
+                    project_id=ids["project"], title=f"database choice {n}",
                     rationale="the deploy pipeline needs it", target="database_policy", origin="decisions",
                     supersedes=previous,
                 )  # fmt: skip
+                row = decision_model.create(tx, me, new)
                 previous = [row.id]
             ids["decision"] = previous[0]
+        for start in range(0, events, BATCH):  # an audit log of `events` events naming memories
+            with runtime.store.transaction(write=True) as tx:
+                for n in range(start, min(events, start + BATCH)):
+                    tx.append_event(
+                        "bench", "memory", "ok", {"memory_id": f"mem_{ids['memory'] + n % memories}"}
+                    )
     finally:
         runtime.close()
     (home / "vault").mkdir(exist_ok=True)
@@ -103,12 +111,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--loads", type=int, default=30)
+    parser.add_argument("--events", type=int, default=100_000, help="audit events seeded")
     parser.add_argument("--out", default=str(RESULTS / "dashboard_pages.json"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home, db = Path(tmp), Path(tmp) / "bench.db"
         started = time.perf_counter()
-        ids = seed(home, db, args.memories)
+        ids = seed(home, db, args.memories, args.events)
         seeded_s = time.perf_counter() - started
         port = free_port()
         env = {**os.environ, "MEMHUB_HOME": str(home)}
@@ -140,6 +149,7 @@ def main() -> None:
                 "proposals": "/ui/proposals",
                 "admin": "/ui/admin",
                 "audit": "/ui/audit",
+                "audit (rare filter)": "/ui/audit?who=nobody&tool=x",
                 "policies": "/ui/policies",
                 "vault": "/ui/vault",
                 "vault note": "/ui/vault/note?path=note.md",
@@ -155,6 +165,7 @@ def main() -> None:
     report: dict[str, Any] = {
         "memories": args.memories,
         "loads": args.loads,
+        "events": args.events,
         "seed_s": round(seeded_s, 1),
         "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "pages": results,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,8 @@ pytestmark = pytest.mark.anyio
 
 def memhub(db: str | Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"MEMHUB_EMBEDDER": "none", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    if "PYTHONPATH" in os.environ:  # a worktree's source, as the stores the test made in-process
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
         [MEMHUB, "--db", str(db), "--user", "alice", *args],
         capture_output=True,

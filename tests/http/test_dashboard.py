@@ -379,3 +379,67 @@ def test_bad_parameters_are_plain_refusals(site: Site) -> None:
     assert client.get("/ui/item/999999").status_code == 404
     assert client.get("/ui/projects/999999").status_code == 404
     assert client.get("/ui/proposals/x.md/accept").status_code == 405
+
+
+def test_an_items_history_comes_from_the_audit_log_for_its_readers_only(site: Site) -> None:
+    """Memory, claim and decision pages list the audit events naming the item (newest first,
+    paged by event id, no detail shown); an item one may not read has no history to show."""
+    alice, bob = site.login("alice"), site.login("bob")
+    mine = int(site.ids["alice_private"].split("_")[1])
+    page = alice.get(f"/ui/item/{mine}").text
+    history = page[page.index("<h2>History</h2>") :]
+    assert re.search(r"<td>alice</td><td>memory</td><td>ok</td>", history), history
+    assert "memory_id" not in history  # the event's detail is not shown
+    assert bob.get(f"/ui/item/{mine}").status_code == 404
+    assert "History" not in bob.get(f"/ui/item/{mine}").text
+    claim = int(str(site.ids["claim"]).split("_")[1])
+    claim_page = alice.get(f"/ui/item/{claim}").text
+    assert re.search(r"<td>alice</td><td>pce\.memory\.upsert</td><td>ok</td>", claim_page)
+    old = int(site.ids["dec_old"].split("_")[1])
+    decision = alice.get(f"/ui/item/{old}").text
+    for tool in ("record_decision", "supersede_decision"):  # recorded, then replaced
+        assert f"<td>{tool}</td>" in decision
+    newest = [int(n) for n in re.findall(r"<tr><td class=\"num\">(\d+)</td>", decision)]
+    assert newest == sorted(newest, reverse=True) and len(newest) == 2
+    older = alice.get(f"/ui/item/{old}", params={"history_before": newest[0]}).text
+    assert "<td>supersede_decision</td>" not in older and "<td>record_decision</td>" in older
+
+
+def test_a_notes_coverage_is_the_vault_tools_last_result(site: Site) -> None:
+    """The note page shows the coverage `vault_coverage` computed and audited for it (the
+    newest, by its caller), and says when none was computed."""
+    client = site.login("alice")
+    none = client.get("/ui/vault/note", params={"path": "index.md"}).text
+    assert "no coverage computed for this note" in none
+    result = site.call(
+        "alice", "vault_coverage", path="index.md", cited_ranges=[{"start_line": 1, "end_line": 1}]
+    )
+    shown = client.get("/ui/vault/note", params={"path": "index.md"}).text
+    ratio = round(result["coverage_ratio"] * 100, 1)
+    assert f"<strong>{ratio}%</strong>" in shown and "covered: L1–L1" in shown
+    first, *_ = result["uncovered_ranges"]
+    assert f"not covered: L{first['start_line']}–L{first['end_line']}" in shown
+    other = client.get("/ui/vault/note", params={"path": "guides/hostile.md"}).text
+    assert "no coverage computed for this note" in other  # another note's coverage is not this one's
+
+
+def test_a_csp_violation_report_is_counted_never_kept(site: Site) -> None:
+    """Every page's policy names /ui/csp-report; a report posted there (no session needed, as
+    a browser sends it) is answered 204 and counted in /metrics, its content dropped."""
+    page = site.login("alice").get("/ui/search")
+    assert "report-uri /ui/csp-report" in page.headers["content-security-policy"]
+
+    def reported() -> int:
+        text = site.browser().get("/metrics", headers={"X-API-Key": site.keys["alice"]}).text
+        found = re.search(r"^memhub_csp_reports_total (\d+)", text, re.M)
+        assert found, text
+        return int(found.group(1))
+
+    before = reported()
+    body = '{"csp-report": {"blocked-uri": "inline", "script-sample": "SECRET-SAMPLE"}}'
+    answer = site.browser().post(
+        "/ui/csp-report", content=body, headers={"content-type": "application/csp-report"}
+    )
+    assert answer.status_code == 204 and answer.text == ""
+    assert reported() == before + 1
+    assert site.browser().get("/ui/csp-report").status_code == 405  # reports are posted

@@ -211,3 +211,35 @@ def test_admin_pages_and_a_screenshot_of_each(page: Any, site: Site, shots: Path
     page.goto(site.base + "/ui/admin")
     assert key not in page.content()
     assert page.dialogs == []
+
+
+def _csp_reports(site: Site) -> int:
+    import re
+    import urllib.request
+
+    request = urllib.request.Request(site.base + "/metrics", headers={"X-API-Key": site.keys["alice"]})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        text = answer.read().decode()
+    found = re.search(r"^memhub_csp_reports_total (\d+)", text, re.M)
+    assert found, text
+    return int(found.group(1))
+
+
+def test_a_blocked_inline_script_is_reported(page: Any, site: Site) -> None:
+    """An inline script put into a page (as an injection would) does not run, and Chromium
+    reports the violation to /ui/csp-report, counted in /metrics."""
+    import time
+
+    login(page, site, "alice")
+    before = _csp_reports(site)
+    page.goto(site.base + "/ui/search")
+    page.evaluate(
+        "() => { const s = document.createElement('script'); s.textContent = 'window.pwned = 1';"
+        " document.body.appendChild(s); }"
+    )
+    assert page.evaluate("window.pwned === undefined")  # blocked
+    deadline = time.monotonic() + 15
+    while _csp_reports(site) <= before:
+        assert time.monotonic() < deadline, "no CSP report arrived"
+        page.wait_for_timeout(100)  # poll: the browser sends the report on its own schedule
+    assert page.dialogs == []

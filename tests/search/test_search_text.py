@@ -179,3 +179,36 @@ async def test_keyword_search_alone_finds_japanese_content_words(
     add_item("週末の予定")
     engine = SearchEngine(store, None, None)  # no vectors: the keyword side cuts the query
     assert [h.item_id for h in await engine.search(alice, "データベース移行の進め方")] == [hit]
+
+
+def test_hits_hidden_by_boundary_are_counted_in_the_one_query(
+    store: Store, add_item: AddItem, alice: Viewer
+) -> None:
+    """The explanation's count of keyword hits a boundary class hid comes from the rows the
+    search ranked (no second search): secret rows ranked above the last hit are counted, a
+    secret row of another kind or one that does not match is not, and the hits are unchanged."""
+    from dataclasses import replace
+
+    from memhub.store.base import NewItem
+
+    shown = [add_item(f"deploy pipeline note {n}") for n in range(3)]
+    with store.transaction(write=True) as tx:
+        for body, kind in (
+            ("deploy deploy pipeline pipeline secret", "memory"),
+            ("deploy pipeline deploy secret runbook", "memory"),
+            ("deploy pipeline deploy pipeline claim", "claim"),
+            ("lunch menu secret", "memory"),
+        ):
+            tx.insert_item(
+                NewItem(kind=kind, owner="alice", scope="global", body=body, boundary_class="secret")
+            )
+    every = replace(alice, boundaries=frozenset({"public", "internal", "pii", "secret"}))
+    terms = text.search_terms("deploy pipeline")
+    with store.transaction(write=False) as tx:
+        plain = tx.text_search(alice, terms, ("memory",), None, 10)
+        hits, hidden = tx.text_search_hidden(alice, every, terms, ("memory",), None, 10)
+        few, hidden_above = tx.text_search_hidden(alice, every, terms, ("memory",), None, 1)
+        none_hidden = tx.text_search_hidden(alice, alice, terms, ("memory",), None, 10)[1]
+    assert hits == plain and sorted(i for i, _ in hits) == shown
+    assert hidden == 2 and none_hidden == 0
+    assert len(few) == 1 and hidden_above == 2  # both secret rows outrank the best visible hit

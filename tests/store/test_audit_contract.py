@@ -77,3 +77,28 @@ def test_linear_chain_with_concurrent_writers(store: Store, open_more: OpenStore
         seen = {(e.principal, e.detail["thread"], e.detail["n"]) for e in events}
         assert seen == {(f"writer-{w}", t, n) for w in range(2) for t in range(2) for n in range(per_thread)}
         assert len({e.prev_hash for e in events}) == len(events)  # no head was extended twice
+
+
+def test_events_page_is_keyset_paged_and_bounded(store: Store) -> None:
+    """Pages newest first by id, filters in the query, and one page reads at most `scan`
+    events: a rare filter answers a short page with the id to continue from."""
+    with store.transaction(write=True) as tx:
+        for n in range(130):
+            detail = {"memory_id": f"mem_{n}"} if n % 10 == 0 else {"returned": ["mem_1", f"clm_{n}"]}
+            tx.append_event(
+                "alice" if n % 3 else "bob", "memory" if n % 2 else "dashboard.item", "ok", detail
+            )
+    with store.transaction(write=False) as tx:
+        first, after = tx.events_page(before=None, limit=50, scan=5_000)
+        second, after2 = tx.events_page(before=after, limit=50, scan=5_000)
+        third, end = tx.events_page(before=after2, limit=50, scan=5_000)
+        assert [e.id for e in first + second + third] == list(range(130, 0, -1))
+        assert after == 81 and after2 == 31 and end is None and len(third) == 30
+        bobs, _ = tx.events_page(before=None, limit=500, scan=5_000, principal="bob", tool_prefix="dash")
+        assert {(e.principal, e.tool) for e in bobs} == {("bob", "dashboard.item")} and len(bobs) == 22
+        mem1, _ = tx.events_page(before=None, limit=500, scan=5_000, mentions="mem_1")
+        assert [e.id for e in mem1] == [n + 1 for n in range(129, -1, -1) if n % 10]  # not mem_10, mem_100
+        near, cont = tx.events_page(before=None, limit=50, scan=20, mentions="mem_100")
+        assert near == [] and cont == 111  # only the newest 20 were read; continue below them
+        found, _ = tx.events_page(before=cont, limit=50, scan=20, mentions="mem_100")
+        assert [e.detail for e in found] == [{"memory_id": "mem_100"}]

@@ -96,8 +96,9 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
     )
     if "http" in listener.transports:  # the web dashboard at / (http/dashboard/)
         app = with_dashboard(
-            app, container.runtime, policy, secure=bool(settings.tls_cert), states=container.states
-        )
+            app, container.runtime, policy, secure=bool(settings.tls_cert), states=container.states,
+            metrics=container.metrics,
+        )  # fmt: skip
     config = uvicorn.Config(
         app,
         host=settings.host,

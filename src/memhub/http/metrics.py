@@ -23,6 +23,10 @@ STATE: dict[str, tuple[str, str]] = {
     "backfill_embedded_total": ("counter", "Items the background backfill has embedded since start."),
     "backfill_backlog": ("gauge", "Items still waiting for their vector."),
     "http_sessions": ("gauge", "Open MCP sessions over HTTP (streamable-HTTP sessions and SSE streams)."),
+    "csp_reports_total": (
+        "counter",
+        "Content-Security-Policy violations browsers reported to the dashboard since start.",
+    ),
 }
 
 
@@ -41,6 +45,7 @@ class Metrics:
     buckets: dict[str, list[int]] = field(default_factory=dict)
     sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    csp_reports: int = 0  # violation reports the dashboard's /ui/csp-report received
 
     def observe(self, tool: str, outcome: str, seconds: float) -> None:
         """Called once per tool call (the toolkit's CallObserver)."""
@@ -72,7 +77,7 @@ class Metrics:
             lines.append(f'memhub_tool_call_seconds_bucket{{tool="{label}",le="+Inf"}} {self.counts[tool]}')
             lines.append(f'memhub_tool_call_seconds_sum{{tool="{label}"}} {self.sums[tool]:.6f}')
             lines.append(f'memhub_tool_call_seconds_count{{tool="{label}"}} {self.counts[tool]}')
-        for name, value in sorted(gauges.items()):
+        for name, value in sorted({"csp_reports_total": float(self.csp_reports), **gauges}.items()):
             kind, help_text = STATE.get(name, ("gauge", f"memhub state: {name.replace('_', ' ')}."))
             lines += [
                 f"# HELP memhub_{name} {help_text}",

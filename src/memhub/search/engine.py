@@ -179,11 +179,14 @@ class SearchEngine:
 
         def run() -> list[tuple[int, float]]:
             with self.store.transaction(write=False) as tx:
-                hits = tx.text_search(viewer, terms, kinds, project_id, limit)
-                if explain is not None:  # how many more a viewer of every boundary class finds
-                    explain.terms = list(terms)
-                    wider = tx.text_search(_every_class(viewer), terms, kinds, project_id, limit)
-                    explain.hidden["text_by_boundary"] = len({i for i, _ in wider} - {i for i, _ in hits})
+                if explain is None:
+                    return tx.text_search(viewer, terms, kinds, project_id, limit)
+                # how many hits ranked among these a viewer of every boundary class would read
+                explain.terms = list(terms)
+                hits, hidden = tx.text_search_hidden(
+                    viewer, _every_class(viewer), terms, kinds, project_id, limit
+                )
+                explain.hidden["text_by_boundary"] = hidden
                 return hits
 
         return await anyio.to_thread.run_sync(run)

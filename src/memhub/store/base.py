@@ -115,6 +115,21 @@ class ItemsTx(Protocol):
         matching rows are ranked, so the cost stays bounded as the store grows."""
         ...
 
+    def text_search_hidden(
+        self,
+        viewer: Viewer,
+        wider: Viewer,
+        terms: Sequence[str],
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
+        budget: int = ...,
+    ) -> tuple[list[tuple[int, float]], int]:
+        """`text_search`'s hits for `viewer`, and, counted in the same query, how many of the
+        rows it ranked at least as high as its last hit `wider` may read and `viewer` may not
+        (all it ranked when it found fewer than `limit`): what a filter hid, as a count."""
+        ...
+
     def visible_ids(
         self, viewer: Viewer, ids: Sequence[int], kinds: Sequence[str], project_id: int | None
     ) -> set[int]:
@@ -134,6 +149,11 @@ class ItemsTx(Protocol):
     def count_items(self, viewer: Viewer, query: ItemQuery, cap: int | None = None) -> int: ...
     def group_counts(self, viewer: Viewer, query: ItemQuery, column: str) -> dict[str, int]: ...
     def tag_counts(self, viewer: Viewer, query: ItemQuery, limit: int) -> dict[str, int]: ...
+    def visible_counts(self, viewer: Viewer) -> list[tuple[str, str, int | None, int]]:
+        """(kind, scope, project id, items) for every item the viewer may read, grouped: one
+        indexed read, whatever the store's size (the overview's figures)."""
+        ...
+
     def max_item_id(self) -> int: ...
     def item_owners(self, ids: Sequence[int], kinds: Sequence[str]) -> dict[int, str]:
         """Owner of each existing item among `ids` of one of `kinds`, unfiltered by visibility:
@@ -227,6 +247,25 @@ class AuditTx(Protocol):
         self, principal: str, tool: str, outcome: str, detail: dict[str, Any], at: str | None = None
     ) -> EventRow:
         """Append one event (`at`: when the call happened; default the transaction's time)."""
+        ...
+
+    def events_page(
+        self,
+        *,
+        before: int | None,
+        limit: int,
+        scan: int,
+        principal: str = "",
+        tool_prefix: str = "",
+        outcome: str = "",
+        mentions: str = "",
+    ) -> tuple[list[EventRow], int | None]:
+        """The newest `limit` events older than `before` (id) matching the filters (exact
+        principal and outcome, a tool prefix, `mentions`: a string the detail's JSON holds as a
+        whole value such as "mem_12"), newest first, and the id to pass as `before` for the next
+        page (None: the log's start was reached). Keyset paging on the primary key: one page
+        reads at most `scan` events whatever the log's size, so a rare filter may answer a
+        short page with a next id to continue from."""
         ...
 
 

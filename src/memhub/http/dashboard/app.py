@@ -43,6 +43,7 @@ from memhub.core.models import GlobalRole, Principal
 from memhub.http.dashboard import pages
 from memhub.http.dashboard.sessions import COOKIE, Session, Sessions
 from memhub.http.guard import GuardMiddleware, GuardPolicy
+from memhub.http.metrics import Metrics
 from memhub.services.ratelimit import Verdict
 from memhub.services.runtime import Call, Runtime
 
@@ -55,7 +56,8 @@ log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    "font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "report-uri /ui/csp-report"
 )
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
@@ -114,8 +116,10 @@ class Dashboard:
         *,
         secure: bool = False,
         states: Mapping[str, object] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.runtime = runtime
+        self.metrics = metrics or Metrics()  # where CSP violation reports are counted
         self.states = dict(states or {})  # toolset name -> its state (`Toolset.state`)
         self.policy = policy
         self.secure = secure
@@ -304,6 +308,19 @@ class Dashboard:
         self._set_cookie(response, fresh)
         return response
 
+    async def csp_report(self, request: Request) -> Response:
+        """A browser's Content-Security-Policy violation report: counted (`/metrics`:
+        `memhub_csp_reports_total`) and logged as a count; its content is read (the guard
+        bounds the body) and dropped, never parsed, logged or kept. No session needed: a
+        browser sends reports without one."""
+        await request.body()
+        self.metrics.csp_reports += 1
+        log.warning(
+            "a browser reported a Content-Security-Policy violation (%d since start)",
+            self.metrics.csp_reports,
+        )
+        return Response(status_code=204)
+
     async def logout(self, context: Context) -> Response:
         self.sessions.end(context.session)
         response = RedirectResponse("/ui/login" if self.policy.authenticate else "/", status_code=303)
@@ -321,6 +338,7 @@ class Dashboard:
             Route("/ui/login", self.login_form, methods=["GET"]),
             Route("/ui/login", self.login, methods=["POST"]),
             Route("/ui/logout", p(self.logout, tool_class="write"), methods=["POST"]),
+            Route("/ui/csp-report", self.csp_report, methods=["POST"]),
             Route("/ui/search", p(handlers.search)),
             Route("/ui/item/{item_id:int}", p(handlers.item)),
             Route("/ui/proposals", p(handlers.proposals, admin=True)),
@@ -390,11 +408,12 @@ def with_dashboard(
     *,
     secure: bool = False,
     states: Mapping[str, object] | None = None,
+    metrics: Metrics | None = None,
 ) -> ASGIApp:
     """`api` (a listener's guarded app) with the dashboard in front of it. The dashboard's own
     guard checks Host, Origin and body size like the API's; credentials are the login form's
     (`key_from_headers` is not consulted: a browser sends none)."""
-    dashboard = Dashboard(runtime, policy, secure=secure, states=states)
+    dashboard = Dashboard(runtime, policy, secure=secure, states=states, metrics=metrics)
     front = replace(policy, authenticate=None, local=None)
     guarded = GuardMiddleware(_Headers(dashboard.app()), front)
     return _Split(guarded, api)

@@ -96,8 +96,14 @@ class Pages:
 
     async def item(self, c: Context) -> Response:
         item_id = int(c.request.path_params["item_id"])
-        shown = await self._read(c, "item", lambda tx, call: details.item(tx, c.principal, item_id))
-        return c.render("item.html", item=shown, public_id=details.public_id(shown.row))
+        before = c.request.query_params.get("history_before", "")
+        older = int(before) if before.isdigit() and len(before) < 19 else None
+
+        def read(tx: Tx, call: Call) -> tuple[details.Item, details.History]:
+            return details.item(tx, c.principal, item_id), details.history(tx, c.principal, item_id, older)
+
+        shown, history = await self._read(c, "item", read)
+        return c.render("item.html", item=shown, public_id=details.public_id(shown.row), history=history)
 
     async def proposals(self, c: Context) -> Response:
         queue = await self._read(c, "proposals", details.proposal_queue)
@@ -148,7 +154,18 @@ class Pages:
         call = c.call("dashboard.vault_read", read_only=True)
         read = await vault_reading.vault_read(call, vault_models.ReadInput(path=path, full=True))
         shown = Markup(markdown.render(read.text, _parent(path)))
-        return c.render("note.html", path=path, html=shown, truncated=read.truncated, parent=_parent(path))
+        rel = str(call.detail.get("path", path))  # the note's path as the vault tools name it
+        coverage = await self._read(
+            c, "vault_coverage_shown", lambda tx, _: details.note_coverage(tx, c.principal, rel)
+        )
+        return c.render(
+            "note.html",
+            path=path,
+            html=shown,
+            truncated=read.truncated,
+            parent=_parent(path),
+            coverage=coverage,
+        )
 
     async def picture(self, c: Context) -> Response:
         """A `visualize` rendering as an SVG image (the tool's own code and visibility)."""

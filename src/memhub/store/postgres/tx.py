@@ -202,6 +202,15 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
         ).fetchall()
         return {str(r["value"]) if r["value"] is not None else "": int(r["n"]) for r in rows}
 
+    def visible_counts(self, viewer: Viewer) -> list[tuple[str, str, int | None, int]]:
+        cond, params = visible(viewer, "i", POSTGRESQL)
+        rows = self.conn.execute(
+            f"SELECT i.kind AS kind, i.scope AS scope, i.project_id AS project_id, count(*) AS n"
+            f" FROM items i WHERE {cond} GROUP BY 1, 2, 3",
+            params,
+        ).fetchall()
+        return [(str(r["kind"]), str(r["scope"]), r["project_id"], int(r["n"])) for r in rows]
+
     def tag_counts(self, viewer: Viewer, query: ItemQuery, limit: int) -> dict[str, int]:
         where, args = self._where(viewer, query)
         rows = self.conn.execute(
@@ -252,6 +261,25 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
                 best[item_id] = max(score, best.get(item_id, score))
             hits = sorted(best.items(), key=lambda hit: (-hit[1], hit[0]))
         return hits[:limit]
+
+    def text_search_hidden(
+        self,
+        viewer: Viewer,
+        wider: Viewer,
+        terms: Sequence[str],
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
+        budget: int = TEXT_BUDGET,
+    ) -> tuple[list[tuple[int, float]], int]:
+        """`text_search` for `viewer`, and how many rows `wider` may read that rank at least as
+        high as the last hit (all of them when fewer than `limit` were found) and are not hits:
+        two ranked reads here (SQLite counts them in its one query)."""
+        hits = self.text_search(viewer, terms, kinds, project_id, limit, budget)
+        floor = hits[-1][1] if len(hits) >= limit else float("-inf")
+        wide = self.text_search(wider, terms, kinds, project_id, max(4 * limit, 64), budget)
+        mine = {item_id for item_id, _ in hits}
+        return hits, sum(1 for item_id, score in wide if score >= floor and item_id not in mine)
 
     def _count(self, expr: str) -> int:
         return int(self._one("SELECT count(*) FROM items_fts WHERE text @@ %s::tsquery", [expr]))
@@ -399,3 +427,45 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
             (when, principal, tool, outcome, json.dumps(detail, ensure_ascii=False), prev, digest),
         )
         return EventRow(int(event_id), when, principal, tool, outcome, detail, prev, digest)
+
+    def events_page(
+        self,
+        *,
+        before: int | None,
+        limit: int,
+        scan: int,
+        principal: str = "",
+        tool_prefix: str = "",
+        outcome: str = "",
+        mentions: str = "",
+    ) -> tuple[list[EventRow], int | None]:
+        """Keyset paging backwards on the primary key, at most `scan` events read (as on SQLite)."""
+        conds, args = [], []
+        for cond, value in (
+            ("principal = %s", principal),
+            ("outcome = %s", outcome),
+            ("starts_with(tool, %s)", tool_prefix),
+            ("strpos(detail, %s) > 0", json.dumps(mentions) if mentions else ""),
+        ):
+            if value:
+                conds.append(cond)
+                args.append(value)
+        start = before or 2**63 - 1
+        window = "SELECT * FROM events WHERE id < %s ORDER BY id DESC LIMIT %s"
+        scanned = self.conn.execute(
+            f"SELECT min(id) AS lowest, count(*) AS n FROM ({window}) w", [start, scan]
+        ).fetchone()
+        where = " AND ".join(conds) or "TRUE"
+        rows = self.conn.execute(
+            f"SELECT * FROM ({window}) w WHERE {where} ORDER BY id DESC LIMIT %s",
+            [start, scan, *args, limit + 1],
+        ).fetchall()
+        events = [
+            EventRow(r["id"], r["at"], r["principal"], r["tool"], r["outcome"], json.loads(r["detail"]),
+                     r["prev_hash"], r["hash"])
+            for r in rows[:limit]
+        ]  # fmt: skip
+        if len(rows) > limit:
+            return events, events[-1].id
+        more = scanned is not None and scanned["n"] == scan and scanned["lowest"] is not None
+        return events, int(scanned["lowest"]) if more and scanned is not None else None

@@ -24,7 +24,7 @@ from memhub.store.base import (
 from memhub.store.crypto import ContentCipher
 from memhub.store.sql import SQLITE, item_where, visible
 from memhub.store.sql.rowmap import item_from_row
-from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked
+from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked, rare_kinds
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.pce import PceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
@@ -235,6 +235,14 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             rows = [(unseal(self.cipher, r[0], "category"), r[1]) for r in rows]
         return {str(r[0]) if r[0] is not None else "": int(r[1]) for r in rows}
 
+    def visible_counts(self, viewer: Viewer) -> list[tuple[str, str, int | None, int]]:
+        cond, params = visible(viewer, "i", SQLITE)  # read from the items_visible_counts index
+        rows = self.conn.execute(
+            f"SELECT i.kind, i.scope, i.project_id, count(*) FROM items i WHERE {cond} GROUP BY 1, 2, 3",
+            params,
+        ).fetchall()
+        return [(str(r[0]), str(r[1]), r[2], int(r[3])) for r in rows]
+
     def tag_counts(self, viewer: Viewer, query: ItemQuery, limit: int) -> dict[str, int]:
         where, args = self._where(viewer, query)
         rows = self.conn.execute(
@@ -310,16 +318,44 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
     ) -> list[tuple[int, float]]:
         """(item id, BM25 relevance >= 0, higher is better) for plain `terms`, OR-ed; at most
         ~`budget` matching rows are ranked (store/sqlite/fts.py)."""
+        return self._text_search(viewer, terms, kinds, project_id, limit, budget, None)
+
+    def text_search_hidden(
+        self,
+        viewer: Viewer,
+        wider: Viewer,
+        terms: Sequence[str],
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
+        budget: int = TEXT_BUDGET,
+    ) -> tuple[list[tuple[int, float]], int]:
+        """`text_search`'s hits, and how many of the rows it ranked at least as high as its
+        last hit `wider` may read but `viewer` may not (counted in the same query)."""
+        hidden: set[int] = set()
+        hits = self._text_search(viewer, terms, kinds, project_id, limit, budget, (wider, hidden))
+        return hits, len(hidden)
+
+    def _text_search(
+        self,
+        viewer: Viewer,
+        terms: Sequence[str],
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
+        budget: int,
+        hidden: tuple[Viewer, set[int]] | None,
+    ) -> list[tuple[int, float]]:
         build = self.cipher.match_term if self.cipher is not None else match_term
         matches = [m for term in terms if term and (m := build(term))]
         if not matches or limit <= 0:
             return []
         expr, min_rowid = bounded_match(self.conn, matches, budget)
-        hits = self._ranked_visible(viewer, expr, min_rowid, kinds, project_id, limit)
+        hits = self._ranked_visible(viewer, expr, min_rowid, kinds, project_id, limit, hidden)
         full = " OR ".join(matches)
         if len(hits) < limit and expr != full:  # the rare terms found too few for this viewer
             more = self._ranked_visible(
-                viewer, full, newest_cutoff(self.conn, full, budget), kinds, project_id, limit
+                viewer, full, newest_cutoff(self.conn, full, budget), kinds, project_id, limit, hidden
             )
             best = dict(hits)
             for item_id, score in more:
@@ -335,14 +371,26 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         kinds: Sequence[str],
         project_id: int | None,
         limit: int,
+        hidden: tuple[Viewer, set[int]] | None = None,
     ) -> list[tuple[int, float]]:
-        """Up to `limit` best BM25 rows for `expr` from `min_rowid` on that the viewer may read."""
+        """Up to `limit` best BM25 rows for `expr` from `min_rowid` on that the viewer may read;
+        with `hidden` (a wider viewer, a set), the ids ranked at least as high as the last hit
+        that the wider viewer may read and this one may not are added to the set."""
         fetch = max(2 * limit, 64)  # most candidates are usually visible: widen when not
+        only: tuple[str, ...] = ()
         while True:
-            rows = ranked(self.conn, expr, min_rowid, fetch)
+            rows = ranked(self.conn, expr, min_rowid, fetch, only)
             passed = self.visible_ids(viewer, [item_id for item_id, _ in rows], kinds, project_id)
             hits = [(item_id, score) for item_id, score in rows if item_id in passed]
+            if not only and len(hits) < limit and len(rows) == fetch and rare_kinds(self.conn, kinds):
+                only = tuple(kinds)  # other kinds crowd the best rows out: rank these kinds' rows
+                continue
             if len(hits) >= limit or len(rows) < fetch:
+                if hidden is not None:
+                    floor = hits[limit - 1][1] if len(hits) >= limit else -1.0
+                    above = [i for i, score in rows if score >= floor and i not in passed]
+                    wider, found = hidden
+                    found.update(self.visible_ids(wider, above, kinds, project_id))
                 return hits[:limit]
             fetch *= 4
 
@@ -441,3 +489,44 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
             (when, principal, tool, outcome, json.dumps(detail, ensure_ascii=False), prev, digest),
         ).fetchone()
         return EventRow(row[0], when, principal, tool, outcome, detail, prev, digest)
+
+    def events_page(
+        self,
+        *,
+        before: int | None,
+        limit: int,
+        scan: int,
+        principal: str = "",
+        tool_prefix: str = "",
+        outcome: str = "",
+        mentions: str = "",
+    ) -> tuple[list[EventRow], int | None]:
+        conds, args = [], []
+        for cond, value in (
+            ("principal = ?", principal),
+            ("outcome = ?", outcome),
+            ("substr(tool, 1, length(?)) = ?", tool_prefix),
+            ("instr(detail, ?) > 0", json.dumps(mentions) if mentions else ""),
+        ):
+            if value:
+                conds.append(cond)
+                args.extend([value] * cond.count("?"))
+        window = "SELECT * FROM events WHERE id < ? ORDER BY id DESC LIMIT ?"  # the primary key, backwards
+        scanned = self.conn.execute(
+            f"SELECT min(id), count(*) FROM ({window})", [before or 2**63 - 1, scan]
+        ).fetchone()
+        where = " AND ".join(conds) or "1"
+        rows = self.conn.execute(
+            f"SELECT * FROM ({window}) WHERE {where} ORDER BY id DESC LIMIT ?",
+            [before or 2**63 - 1, scan, *args, limit + 1],
+        ).fetchall()
+        events = [
+            EventRow(r["id"], r["at"], r["principal"], r["tool"], r["outcome"], json.loads(r["detail"]),
+                     r["prev_hash"], r["hash"])
+            for r in rows[:limit]
+        ]  # fmt: skip
+        if len(rows) > limit:
+            return events, events[-1].id
+        lowest, count = scanned
+        more = count == scan and lowest is not None
+        return events, int(lowest) if more else None
