@@ -26,6 +26,7 @@ from memhub.store.postgres.pce import PceMixin
 from memhub.store.postgres.people import PeopleMixin
 from memhub.store.sql import POSTGRESQL, item_where, visible
 from memhub.store.sql.budget import bounded
+from memhub.store.sql.events import events_page, events_page_queries
 from memhub.store.sql.rowmap import item_from_row
 
 TEXT_BUDGET = 5_000  # rows ranked per query at most (as on SQLite)
@@ -439,33 +440,12 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
         outcome: str = "",
         mentions: str = "",
     ) -> tuple[list[EventRow], int | None]:
-        """Keyset paging backwards on the primary key, at most `scan` events read (as on SQLite)."""
-        conds, args = [], []
-        for cond, value in (
-            ("principal = %s", principal),
-            ("outcome = %s", outcome),
-            ("starts_with(tool, %s)", tool_prefix),
-            ("strpos(detail, %s) > 0", json.dumps(mentions) if mentions else ""),
-        ):
-            if value:
-                conds.append(cond)
-                args.append(value)
-        start = before or 2**63 - 1
-        window = "SELECT * FROM events WHERE id < %s ORDER BY id DESC LIMIT %s"
-        scanned = self.conn.execute(
-            f"SELECT min(id) AS lowest, count(*) AS n FROM ({window}) w", [start, scan]
-        ).fetchone()
-        where = " AND ".join(conds) or "TRUE"
-        rows = self.conn.execute(
-            f"SELECT * FROM ({window}) w WHERE {where} ORDER BY id DESC LIMIT %s",
-            [start, scan, *args, limit + 1],
-        ).fetchall()
-        events = [
-            EventRow(r["id"], r["at"], r["principal"], r["tool"], r["outcome"], json.loads(r["detail"]),
-                     r["prev_hash"], r["hash"])
-            for r in rows[:limit]
-        ]  # fmt: skip
-        if len(rows) > limit:
-            return events, events[-1].id
-        more = scanned is not None and scanned["n"] == scan and scanned["lowest"] is not None
-        return events, int(scanned["lowest"]) if more and scanned is not None else None
+        """Keyset paging backwards on the primary key (store/sql/events.py)."""
+        (window, window_args), (page, page_args) = events_page_queries(
+            POSTGRESQL, before=before, limit=limit, scan=scan, principal=principal,
+            tool_prefix=tool_prefix, outcome=outcome, mentions=mentions,
+        )  # fmt: skip
+        scanned = self.conn.execute(window, window_args).fetchone()
+        rows = self.conn.execute(page, page_args).fetchall()
+        lowest, count = (scanned["lowest"], int(scanned["n"])) if scanned is not None else (None, 0)
+        return events_page(rows, lowest, count, limit, scan)

@@ -23,6 +23,7 @@ from memhub.store.base import (
 )
 from memhub.store.crypto import ContentCipher
 from memhub.store.sql import SQLITE, item_where, visible
+from memhub.store.sql.events import events_page, events_page_queries
 from memhub.store.sql.rowmap import item_from_row
 from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked, rare_kinds
 from memhub.store.sqlite.maintenance import MaintenanceMixin
@@ -501,32 +502,10 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         outcome: str = "",
         mentions: str = "",
     ) -> tuple[list[EventRow], int | None]:
-        conds, args = [], []
-        for cond, value in (
-            ("principal = ?", principal),
-            ("outcome = ?", outcome),
-            ("substr(tool, 1, length(?)) = ?", tool_prefix),
-            ("instr(detail, ?) > 0", json.dumps(mentions) if mentions else ""),
-        ):
-            if value:
-                conds.append(cond)
-                args.extend([value] * cond.count("?"))
-        window = "SELECT * FROM events WHERE id < ? ORDER BY id DESC LIMIT ?"  # the primary key, backwards
-        scanned = self.conn.execute(
-            f"SELECT min(id), count(*) FROM ({window})", [before or 2**63 - 1, scan]
-        ).fetchone()
-        where = " AND ".join(conds) or "1"
-        rows = self.conn.execute(
-            f"SELECT * FROM ({window}) WHERE {where} ORDER BY id DESC LIMIT ?",
-            [before or 2**63 - 1, scan, *args, limit + 1],
-        ).fetchall()
-        events = [
-            EventRow(r["id"], r["at"], r["principal"], r["tool"], r["outcome"], json.loads(r["detail"]),
-                     r["prev_hash"], r["hash"])
-            for r in rows[:limit]
-        ]  # fmt: skip
-        if len(rows) > limit:
-            return events, events[-1].id
-        lowest, count = scanned
-        more = count == scan and lowest is not None
-        return events, int(lowest) if more else None
+        (window, window_args), (page, page_args) = events_page_queries(
+            SQLITE, before=before, limit=limit, scan=scan, principal=principal,
+            tool_prefix=tool_prefix, outcome=outcome, mentions=mentions,
+        )  # fmt: skip
+        lowest, scanned = self.conn.execute(window, window_args).fetchone()
+        rows = self.conn.execute(page, page_args).fetchall()
+        return events_page(rows, lowest, scanned, limit, scan)
