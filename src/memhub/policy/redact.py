@@ -147,8 +147,11 @@ _TOKEN_END = r"(?![A-Za-z0-9_\-])"
 _NUM_START = r"(?:(?<=[A-Za-z]\.)|(?<![0-9\-./+_@#$%&=~\\]))"
 _NUM_END = r"(?![0-9A-Za-z_\-/@]|\.\d)"  # a sentence's full stop is fine
 _SEP = r"(?: ?- ?| |\.)"  # between phone digit groups: a hyphen, a space or a dot
-# an assigned value: printable ASCII up to a quote, comma or semicolon (a mask is not a value)
-_PW_VALUE = r"['\"「『]?(?!\[REDACTED:)((?:(?![\"'`,;「」『』])[!-~]){%d,})"
+# an assigned value: visible characters (accented letters and symbols too, not kana or kanji,
+# which are the sentence going on) up to a space, quote, comma or semicolon (a mask is not a value)
+_PW_VALUE = (
+    r"['\"「『]?(?!\[REDACTED:)((?:(?![\"'`,;「」『』\u3000-\u30ff\u3400-\u9fff\uff00-\uffef])\S){%d,})"
+)
 _SECRET_LABELS_JA = r"(?:APIキー|アクセスキー|シークレット(?:アクセス)?キー|シークレット|トークン|秘密鍵)"
 
 Check = Callable[[str, str, int, int], bool]  # (masked text, normalised text, start, end)

@@ -250,14 +250,13 @@ class SearchEngine:
         def allowed(ids: list[int]) -> set[int]:
             with self.store.transaction(write=False) as tx:
                 passed = tx.visible_ids(viewer, ids, kinds, project_id)
-                if explain is not None:  # nearest neighbours the filters removed, counts only
-                    wanted = set(tx.item_owners(ids, kinds)) if kinds else set(ids)
+                if explain is not None:
+                    # nearest neighbours a boundary class removed, counts only, within what the
+                    # viewer may otherwise read: items of other principals are never counted (a
+                    # count of them would tell a caller what others keep near its query)
                     wider = tx.visible_ids(_every_class(viewer), ids, kinds, project_id)
                     hidden = explain.hidden
                     hidden["vector_by_boundary"] = hidden.get("vector_by_boundary", 0) + len(wider - passed)
-                    hidden["vector_by_visibility"] = hidden.get("vector_by_visibility", 0) + len(
-                        wanted - wider
-                    )
                 return passed
 
         return index.search(query_vec, limit, allowed)

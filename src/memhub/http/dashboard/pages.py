@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from markupsafe import Markup
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.responses import RedirectResponse, Response
 
 from memhub.core.errors import invalid
@@ -28,12 +29,38 @@ if TYPE_CHECKING:
     from memhub.http.dashboard.app import Context, Dashboard
 
 T = TypeVar("T")
+MAX_DIGITS = 18  # an id the store can hold (SQLite integers are 64-bit)
+
+
+def _event_id(text: str) -> int | None:
+    """A `before` cursor from a query string: ASCII digits only (`²`.isdigit() is True)."""
+    return int(text) if re.fullmatch(rf"[0-9]{{1,{MAX_DIGITS}}}", text) else None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _vault_input(model: type[M], **values: Any) -> M:
+    """A vault tool's input from the URL, refused as the tool refuses it (not a 500)."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        raise invalid(f"not a vault path the tools accept ({exc.errors()[0]['msg']})") from None
+
+
+def _path_id(c: Context, name: str) -> int:
+    """An id from the URL's path, refused (not a 500) when it cannot name a row."""
+    text = str(c.request.path_params[name])
+    if not re.fullmatch(rf"[0-9]{{1,{MAX_DIGITS}}}", text):
+        raise invalid(f"{name} must be a number of at most {MAX_DIGITS} digits")
+    return int(text)
+
+
 MAX_QUERY = 500
 PICTURES = ("domain_graph", "timeline", "category_chart", "memory_map", "stats_dashboard")
 HIDDEN = {
     "text_by_boundary": "keyword hits of a boundary class you may not see",
     "vector_by_boundary": "nearest neighbours of a boundary class you may not see",
-    "vector_by_visibility": "nearest neighbours not visible to you",
 }
 
 
@@ -95,9 +122,9 @@ class Pages:
         return c.render("search.html", query=query, found=found, groups=finder.GROUPS, hidden_labels=HIDDEN)
 
     async def item(self, c: Context) -> Response:
-        item_id = int(c.request.path_params["item_id"])
+        item_id = _path_id(c, "item_id")
         before = c.request.query_params.get("history_before", "")
-        older = int(before) if before.isdigit() and len(before) < 19 else None
+        older = _event_id(before)
 
         def read(tx: Tx, call: Call) -> tuple[details.Item, details.History]:
             return details.item(tx, c.principal, item_id), details.history(tx, c.principal, item_id, older)
@@ -135,7 +162,7 @@ class Pages:
         return c.render("projects.html", projects=rows)
 
     async def project(self, c: Context) -> Response:
-        pid = int(c.request.path_params["project_id"])
+        pid = _path_id(c, "project_id")
         project, topics = await self._read(
             c, "project", lambda tx, call: details.topics(tx, c.principal, pid)
         )
@@ -144,7 +171,7 @@ class Pages:
     async def vault(self, c: Context) -> Response:
         folder = c.request.query_params.get("dir") or None
         call = c.call("dashboard.vault_ls", read_only=True)
-        listed = await vault_reading.vault_ls(call, vault_models.LsInput(relative_dir=folder))
+        listed = await vault_reading.vault_ls(call, _vault_input(vault_models.LsInput, relative_dir=folder))
         return c.render(
             "vault.html", folder=folder or "", entries=listed.entries, parent=_parent(folder or "")
         )
@@ -152,7 +179,9 @@ class Pages:
     async def note(self, c: Context) -> Response:
         path = c.request.query_params.get("path", "")
         call = c.call("dashboard.vault_read", read_only=True)
-        read = await vault_reading.vault_read(call, vault_models.ReadInput(path=path, full=True))
+        read = await vault_reading.vault_read(
+            call, _vault_input(vault_models.ReadInput, path=path, full=True)
+        )
         shown = Markup(markdown.render(read.text, _parent(path)))
         rel = str(call.detail.get("path", path))  # the note's path as the vault tools name it
         coverage = await self._read(
@@ -214,7 +243,7 @@ class Pages:
             "outcome": q.get("outcome", "")[:50],
         }
         page = await c.runtime.in_thread(
-            lambda: admin.audit(c.runtime, call, before=int(before) if before.isdigit() else None, **filters)
+            lambda: admin.audit(c.runtime, call, before=_event_id(before), **filters)
         )
         await call.record("ok")
         return c.render("audit.html", page=page, filters=filters, report=report)
@@ -230,7 +259,7 @@ class Pages:
         return c.render("policies.html", policies=rows)
 
     async def topic(self, c: Context) -> Response:
-        pid, tid = int(c.request.path_params["project_id"]), int(c.request.path_params["topic_id"])
+        pid, tid = _path_id(c, "project_id"), _path_id(c, "topic_id")
         page = await self._read(c, "topic", lambda tx, call: details.topic(tx, c.principal, pid, tid))
         return c.render("topic.html", page=page)
 

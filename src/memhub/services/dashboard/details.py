@@ -179,7 +179,7 @@ def proposal_queue(tx: Tx, call: Call) -> list[ProposalView]:
         raise forbidden("the proposals queue is for admins")
     viewer = access.viewer(tx, call.principal)
     out = []
-    for p in proposals.listing(proposals.directory(call)):
+    for p in proposals.listing(proposals.directory(call), proposals.cipher_of(call)):
         old = p.meta.get("supersedes") or []
         names = [str(x) for x in (old if isinstance(old, list) else [old])]
         ids = [i for i in (DEC.parse(n) for n in names) if i is not None]

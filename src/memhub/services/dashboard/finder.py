@@ -86,10 +86,14 @@ def _terms(explanation: Explanation, rows: dict[int, ItemRow]) -> None:
         explanation.found[item_id] = explanation.matched(f"{row.title or ''} {row.body}")
 
 
-def _hit(group: str, row: ItemRow, public: str, score: float, projects: dict[int, str]) -> Hit:
-    title = row.title or _snippet(row.body, 80)
+def _hit(
+    group: str, row: ItemRow, public: str, score: float, projects: dict[int, str], shown: str | None = None
+) -> Hit:
+    """`shown`: the text as the toolset may show it (a claim's, masked as pce masks it)."""
+    body = row.body if shown is None else shown
+    title = (row.title if shown is None else None) or _snippet(body, 80)
     project = projects.get(row.project_id) if row.project_id is not None else None
-    return Hit(group, row.id, public, title, _snippet(row.body), score, row.scope, project, row.status)
+    return Hit(group, row.id, public, title, _snippet(body), score, row.scope, project, row.status)
 
 
 async def _memories(call: Call, query: str, found: Found) -> None:
@@ -116,8 +120,9 @@ async def _claims(call: Call, query: str, found: Found) -> None:
     ranking = await retrieval.rank(call, query, None, None, call.runtime.now(), explain)
     page = ranking.items[:PER_GROUP]
     projects = await call.read(lambda tx: _projects(tx, [r.row for r in page]))
-    _terms(explain, {r.row.id: r.row for r in page})
-    found.groups["claim"] = [_hit("claim", r.row, f"clm_{r.row.id}", r.score, projects) for r in page]
+    for r in page:  # the terms a claim matched, read in the text as shown (a masked value stays unsaid)
+        explain.found[r.row.id] = explain.matched(r.text)
+    found.groups["claim"] = [_hit("claim", r.row, f"clm_{r.row.id}", r.score, projects, r.text) for r in page]
     found.explanations["claim"] = explain
 
 
