@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.http.dashboard_site import Site, dashboard_site
+from tests.store.backends import rows, selected
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +47,21 @@ def test_search_never_counts_items_the_reader_may_not_see(site: Site) -> None:
     page = site.login("bob").get("/ui/search", params={"q": "alice private deploy pipeline"})
     assert page.status_code == 200
     assert "not visible to you" not in page.text
+
+
+def test_a_claim_page_masks_secrets_and_pii_of_a_claim_stored_before_the_detectors(site: Site) -> None:
+    """A public claim written before upsert refused such text (made here by editing its row)."""
+    claim = int(str(site.ids["claim"]).split("_", 1)[1])
+    secret, mail = "AKIAIOSFODNN7EXAMPLE", "taro@example.co.jp"
+    before = rows(site.db, "SELECT body FROM items WHERE id = ?", [claim])[0][0]
+    selected().execute(
+        str(site.db),
+        "UPDATE items SET body = ? WHERE id = ?",
+        [f"本番のキーは{secret}です、メールは{mail}まで", claim],
+    )
+    try:
+        page = site.login("alice").get(f"/ui/item/{claim}")
+        assert page.status_code == 200
+        assert secret not in page.text and mail not in page.text and "[REDACTED:" in page.text
+    finally:
+        selected().execute(str(site.db), "UPDATE items SET body = ? WHERE id = ?", [before, claim])

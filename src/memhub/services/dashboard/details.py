@@ -7,11 +7,12 @@ access rules; a record the caller may not see is "not found", whatever the reaso
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memhub.core.errors import forbidden, not_found
 from memhub.core.ids import DEC
 from memhub.core.models import Kind, Principal
+from memhub.policy.redact import PII_KINDS, SECRET_KINDS, redact
 from memhub.services import access, decision_model
 from memhub.services.access import Need
 from memhub.services.decision_model import DecisionRecord
@@ -59,6 +60,9 @@ def item(tx: Tx, principal: Principal, item_id: int) -> Item:
     row = tx.get_item(viewer, item_id)
     if row is None:
         raise not_found(f"item {item_id} not found")
+    if row.kind == Kind.CLAIM:  # pce never sends a claim's secrets; a person's page masks its pii too
+        kinds = (*SECRET_KINDS, *PII_KINDS)
+        row = replace(row, body=redact(row.body, kinds)[0], title=row.title and redact(row.title, kinds)[0])
     project = tx.get_project(row.project_id) if row.project_id is not None else None
     edges = tx.links_of([row.id], ())[: MAX_LINKS * 4]
     others = {e.dst if e.src == row.id else e.src for e in edges}
