@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from memhub.auth.tokens import JwtVerifier, looks_like_jwt
-from memhub.core.errors import Unauthorized
+from memhub.core.errors import Unauthorized, invalid
 from memhub.core.models import GlobalRole, Principal
-from memhub.store.base import Store
+from memhub.store.base import Store, Tx
 
 STATE_KEY = "memhub_principal"
 # The kind of the principals JWT subjects name. The schema knows two kinds, `user` (local
@@ -127,3 +127,11 @@ class Identity:
         if self.require_key:
             raise Unauthorized("an API key is required (X-API-Key or Authorization: Bearer)")
         return self.local
+
+
+def ensure_key_holder(tx: Tx, name: str) -> None:
+    """The principal an API key is made for: a user, created if new. A name a JWT subject
+    already holds is refused: the key and the token would share one account."""
+    row = tx.ensure_principal(name)
+    if row.kind == JWT_KIND:
+        raise invalid(f"{name!r} is an identity provider's subject (JWT): choose another user name")

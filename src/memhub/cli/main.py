@@ -13,7 +13,7 @@ import anyio
 
 from memhub import __version__
 from memhub.audit.chain import verify_chain
-from memhub.auth.identity import key_hash, new_key
+from memhub.auth.identity import ensure_key_holder, key_hash, new_key
 from memhub.cli import decisions as cli_decisions
 from memhub.cli import ops as cli_ops
 from memhub.cli import policy as cli_policy
@@ -189,11 +189,12 @@ def _apikey(container: Container, args: argparse.Namespace) -> int:
         print("memhub: apikey create/revoke need a user name", file=sys.stderr)
         return 2
     with store.transaction(write=True) as tx:
-        tx.ensure_principal(args.name)
         if args.action == "revoke":
+            tx.ensure_principal(args.name)
             tx.set_api_key(args.name, None)
             print(f"revoked the API key of {args.name}")
             return 0
+        ensure_key_holder(tx, args.name)
         key = new_key()
         tx.set_api_key(args.name, key_hash(key), "admin" if args.admin else None)
     print(key)  # shown once: only its hash is stored

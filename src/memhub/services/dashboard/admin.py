@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from memhub.audit.chain import ChainReport, verify_chain
-from memhub.auth.identity import key_hash, new_key
+from memhub.auth.identity import ensure_key_holder, key_hash, new_key
 from memhub.core.errors import forbidden, invalid, not_found
 from memhub.services import access
 from memhub.services.runtime import Call, Runtime
@@ -42,7 +42,7 @@ def create_key(tx: Tx, call: Call, name: str, admin: bool) -> str:
     _admin(tx, call)
     if not NAME.match(name):
         raise invalid("a user name is 1-100 letters, digits, '.', '_', '@' or '-'")
-    tx.ensure_principal(name)
+    ensure_key_holder(tx, name)
     key = new_key()
     tx.set_api_key(name, key_hash(key), "admin" if admin else None)
     call.detail.update(user=name, admin=admin)
