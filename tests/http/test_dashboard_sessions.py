@@ -41,3 +41,30 @@ def test_a_flood_of_anonymous_sessions_keeps_the_logged_in(monkeypatch) -> None:
         table.start()
     assert table.load(table.cookie(alice)) is alice
     assert len(table._by_id) <= 50
+
+
+def test_a_flood_of_anonymous_visits_keeps_another_visitors_login_form(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """One client fetching the login page without end used to evict every other visitor's
+    anonymous session, so their login form's CSRF token failed: anonymous ones are now kept by
+    the cookie alone."""
+    monkeypatch.setattr(sessions, "MAX_SESSIONS", 50)
+    table = Sessions()
+    visitor = table.start()
+    cookie = table.cookie(visitor)
+    for _ in range(500):
+        table.start()
+    loaded = table.load(cookie)
+    assert loaded is not None and loaded.principal is None
+    assert loaded.check_csrf(visitor.csrf)
+    assert not loaded.check_csrf(table.start().csrf)  # each anonymous session has its own token
+    assert table._by_id == {}  # nothing kept for anonymous visitors
+    sid, _, signature = cookie.partition(".")
+    forged = "a" + str(int(sid[1:].partition("-")[0]) + 10) + "-" + sid.partition("-")[2]
+    assert table.load(f"{forged}.{signature}") is None  # the issue time is signed
+
+
+def test_an_anonymous_session_lasts_the_idle_time_from_its_issue() -> None:
+    table = Sessions(idle_s=-1.0)
+    assert table.load(table.cookie(table.start())) is None
+    fresh = Sessions()
+    assert fresh.load(fresh.cookie(fresh.start())) is not None

@@ -197,6 +197,11 @@ _RULES: list[tuple[str, re.Pattern[str], int, Check | None]] = [
         r"(?i)" + _NOT_AN + r"(?:password|passwd|passphrase|pwd|api[_-]?key|secret[_-]?key|access[_-]?token"
         r"|auth[_-]?token|client[_-]?secret)\s*[:=]\s*" + _PW_VALUE % 8
     ), 1, _text(_value)),
+    # a quoted value may hold kana and kanji: パスワードは「秘密のパスワード123」 (if it has a letter,
+    # digit or symbol of ASCII: 「設定画面」 is a place, not a password)
+    ("password", re.compile(
+        r"(?:パスワード|暗証番号|パスフレーズ)\s*(?:[:=]|は)\s*[「『](?!\[REDACTED:)((?=[^」』\n]*[!-~])[^」』\n]{4,64})[」』]"
+    ), 1, None),
     ("password", re.compile(r"(?:パスワード|暗証番号|パスフレーズ)\s*(?:[:=]|は)\s*" + _PW_VALUE % 6), 1,
      _text(_value)),
     ("password", re.compile(_SECRET_LABELS_JA + r"\s*(?:[:=]|は)\s*" + _PW_VALUE % 16), 1,

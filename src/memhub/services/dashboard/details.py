@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from memhub.core.errors import forbidden, not_found
 from memhub.core.ids import DEC
-from memhub.core.models import Kind, Principal
+from memhub.core.models import Kind, Principal, Viewer
 from memhub.policy.redact import PII_KINDS, SECRET_KINDS, redact
 from memhub.services import access, decision_model
 from memhub.services.access import Need
@@ -64,22 +64,36 @@ def item(tx: Tx, principal: Principal, item_id: int) -> Item:
         kinds = (*SECRET_KINDS, *PII_KINDS)
         row = replace(row, body=redact(row.body, kinds)[0], title=row.title and redact(row.title, kinds)[0])
     project = tx.get_project(row.project_id) if row.project_id is not None else None
-    edges = tx.links_of([row.id], ())[: MAX_LINKS * 4]
-    others = {e.dst if e.src == row.id else e.src for e in edges}
-    seen = tx.query_items(viewer, ItemQuery(ids=sorted(others), limit=len(others) or 1))
-    titles = {r.id: (r.kind, r.title or r.body[:80]) for r in seen}
-    links: list[Link] = []
-    for edge in edges:
-        other = edge.dst if edge.src == row.id else edge.src
-        if other in titles and len(links) < MAX_LINKS:
-            kind, title = titles[other]
-            links.append(Link(other, kind, title, edge.type, edge.subtype, edge.strength, edge.src == row.id))
+    links = visible_links(tx, viewer, row.id)
     decision: DecisionRecord | None = None
     timeline: list[DecisionRecord] = []
     if row.kind == Kind.DECISION:
         decision = decision_model.records(tx, [row])[0]
         timeline = chain(tx, principal, row.id)
     return Item(row, project.name if project else None, links, decision, timeline)
+
+
+def visible_links(tx: Tx, viewer: Viewer, item_id: int) -> list[Link]:
+    """The first MAX_LINKS links of an item whose other end the viewer may read: links are read
+    in chunks until that many are found, so links to items the viewer cannot see never crowd
+    out the ones it can."""
+    edges = tx.links_of([item_id], ())
+    links: list[Link] = []
+    step = MAX_LINKS * 4
+    for start in range(0, len(edges), step):
+        chunk = edges[start : start + step]
+        others = sorted({e.dst if e.src == item_id else e.src for e in chunk})
+        seen = tx.query_items(viewer, ItemQuery(ids=others, limit=len(others)))
+        titles = {r.id: (r.kind, r.title or r.body[:80]) for r in seen}
+        for edge in chunk:
+            other = edge.dst if edge.src == item_id else edge.src
+            if other in titles:
+                kind, title = titles[other]
+                outgoing = edge.src == item_id
+                links.append(Link(other, kind, title, edge.type, edge.subtype, edge.strength, outgoing))
+                if len(links) == MAX_LINKS:
+                    return links
+    return links
 
 
 @dataclass(frozen=True)
