@@ -3,7 +3,8 @@
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/associations.py calibrate \\
         [--embedder e5+use,e5,use,hash]
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/associations.py evaluate \\
-        [--embedder auto] [--min 0] [--out bench/results/associations-<embedder>.json]
+        [--embedder auto] [--min 0] [--half test|calibration|all] [--out bench/results/associations.json]
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/associations.py cost [--size 10000]
 
 `calibrate` measures, per embedder, the cosine distribution of (almost all) unrelated pairs on
 the CALIBRATION corpus, bench/data/ja_set.json (140 bilingual coding memories, 142 queries):
@@ -48,6 +49,7 @@ from memhub.cli.container import build_container
 from memhub.core.settings import Settings
 from memhub.search import calibration, make_embedder
 from memhub.search.calibration import language, language_pair
+from memhub.services import access
 from memhub.services.assoc import memories
 
 REPO = Path(__file__).resolve().parents[1]
@@ -278,9 +280,50 @@ async def evaluate(embedder: str, semantic_min: float | None, half: str = "test"
     return report
 
 
+# -- cost -----------------------------------------------------------------------------------------
+
+
+async def cost(size: int, writes: int) -> dict[str, Any]:
+    """Milliseconds per memory of `link_semantic` (what the backfill runs after embedding it) in
+    a store of `size` memories (seeded as bench/assoc_latency.py does: real e5+use vectors of a
+    pool of texts), against the nearest-neighbour search alone (the part it had before)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from assoc_latency import seed  # a sibling script, needed only by this command
+
+    with tempfile.TemporaryDirectory(prefix="memhub-assoc-cost-") as home:
+        db = Path(home) / "memhub.db"
+        seed(db, size, "e5+use")
+        container = build_container(
+            Settings(home=Path(home), user="bench", project="bench", embedder="e5+use", toolsets=("assoc",))
+        )
+        try:
+            runtime = container.runtime
+            assert runtime.search is not None and runtime.embedding is not None
+            await runtime.search.warm()
+            with runtime.store.transaction(write=False) as tx:
+                picked = [
+                    (i, np.frombuffer(tx.get_vector(i, runtime.embedding.id) or b"", dtype="<f4"))
+                    for i in range(size - writes + 1, size + 1)
+                ]
+            viewer = access.eyes_of("bench", "2100-01-01T00:00:00Z")
+            started = time.perf_counter()
+            for _, vec in picked:
+                await runtime.search.nearest(viewer, vec, k=memories.CANDIDATES, kinds=("memory",))
+            nearest_ms = (time.perf_counter() - started) * 1000 / writes
+            started = time.perf_counter()
+            for one in picked:
+                await memories.link_semantic(runtime, [one])
+            link_ms = (time.perf_counter() - started) * 1000 / writes
+        finally:
+            container.close()
+    per_write = {"nearest_ms": round(nearest_ms, 2), "link_ms": round(link_ms, 2)}
+    return {"memories": size, "writes": writes, **per_write}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("calibrate", "evaluate"))
+    parser.add_argument("command", choices=("calibrate", "evaluate", "cost"))
+    parser.add_argument("--size", type=int, default=10_000, help="cost: memories in the store")
     parser.add_argument("--embedder", default=None)
     parser.add_argument("--min", type=float, default=None, help="SEMANTIC_MIN for this run (evaluate)")
     parser.add_argument(
@@ -288,8 +331,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
-    if args.command == "calibrate":
-        report: Any = [calibrate(name) for name in (args.embedder or "e5+use,e5,use,hash").split(",")]
+    report: Any
+    if args.command == "cost":
+        report = anyio.run(cost, args.size, 200)
+        print(
+            f"{report['memories']} memories: link_semantic {report['link_ms']} ms a memory, "
+            f"of which the nearest-neighbour search alone {report['nearest_ms']} ms"
+        )
+    elif args.command == "calibrate":
+        report = [calibrate(name) for name in (args.embedder or "e5+use,e5,use,hash").split(",")]
         for r in report:
             for mode in ("passage", "query", "mixed"):
                 if mode not in r:
