@@ -4,6 +4,7 @@
         [--embedder e5+use,e5,use,hash]
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/associations.py evaluate \\
         [--embedder auto] [--min 0] [--half test|calibration|all] [--out bench/results/associations.json]
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/associations.py offline [--half test]
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/associations.py cost [--size 10000]
 
 `calibrate` measures, per embedder, the cosine distribution of (almost all) unrelated pairs on
@@ -293,6 +294,65 @@ async def evaluate(embedder: str, semantic_min: float | None, half: str = "test"
     return report
 
 
+# -- offline: the scores without the server ---------------------------------------------------
+
+
+def _quality(scores: np.ndarray, related: np.ndarray) -> dict[str, float]:
+    """ROC AUC, the best recall at precision >= 0.8 and the best precision at recall >= 0.9."""
+    order = np.argsort(-scores, kind="stable")
+    hits = np.cumsum(related[order])
+    precision, recall = hits / np.arange(1, len(order) + 1), hits / related.sum()
+    ranks = np.empty(len(scores))
+    ranks[np.argsort(scores, kind="stable")] = np.arange(1, len(scores) + 1)
+    pos, neg = related.sum(), len(related) - related.sum()
+    return {
+        "auc": round(float((ranks[related].sum() - pos * (pos + 1) / 2) / (pos * neg)), 3),
+        "recall_at_p80": round(float(recall[precision >= 0.8].max(initial=0.0)), 3),
+        "precision_at_r90": round(float(precision[recall >= 0.9].max(initial=0.0)), 3),
+    }
+
+
+def offline(half: str) -> dict[str, Any]:
+    """Pair scores of one half computed directly (each half a store of its own), for what the
+    shipped score left out: the weight of e5 in the mix (ASSOCIATION_WEIGHTS) and a CSLS
+    hubness correction (a pair's mixed z less the mean of the two memories' mean z to their
+    8 nearest other memories)."""
+    data = json.loads(EVALUATION_SET.read_text(encoding="utf-8"))
+    mems, related_pairs = split(data, half)
+    position = {m["id"]: i for i, m in enumerate(mems)}
+    related_set = {tuple(sorted((position[p["a"]], position[p["b"]]))) for p in related_pairs}
+    embedder = make_embedder("e5+use")
+    assert embedder is not None
+    embedder.load()
+    vectors = embedder.embed_passages([m["text"] for m in mems])
+    layout = calibration.parts(embedder)
+    langs = [language(m["text"]) for m in mems]
+    pairs = list(itertools.combinations(range(len(mems)), 2))
+    related = np.array([p in related_set for p in pairs])
+    cosines = {p: calibration.part_cosines(layout, vectors[p[0]], vectors[p[1]]) for p in pairs}
+    out: dict[str, Any] = {"half": half, "memories": len(mems), "related": int(related.sum())}
+    zs: dict[str, np.ndarray] = {}
+    for name, part in (("e5", 0), ("use", 1)):
+        base = calibration.BASELINES[name]
+        zs[name] = np.array([
+            (cosines[(i, j)][part] - base[("passage", language_pair(langs[i], langs[j]))].median)
+            / (base[("passage", language_pair(langs[i], langs[j]))].p95
+               - base[("passage", language_pair(langs[i], langs[j]))].median)
+            for i, j in pairs
+        ])  # fmt: skip
+    for weight in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0):
+        out[f"e5 weight {weight}"] = _quality(weight * zs["e5"] + (1 - weight) * zs["use"], related)
+    mixed = 0.3 * zs["e5"] + 0.7 * zs["use"]
+    matrix = np.full((len(mems), len(mems)), -np.inf)
+    for (i, j), z in zip(pairs, mixed, strict=True):
+        matrix[i, j] = matrix[j, i] = z
+    hubs = np.sort(matrix, axis=1)[:, ::-1][:, :8].mean(axis=1)
+    csls = np.array([z - (hubs[i] + hubs[j]) / 2 for (i, j), z in zip(pairs, mixed, strict=True)])
+    out["csls k=8"] = _quality(csls, related)
+    out["hubs (min, median, max)"] = [round(float(np.percentile(hubs, q)), 2) for q in (0, 50, 100)]
+    return out
+
+
 # -- cost -----------------------------------------------------------------------------------------
 
 
@@ -335,7 +395,7 @@ async def cost(size: int, writes: int) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("calibrate", "evaluate", "cost"))
+    parser.add_argument("command", choices=("calibrate", "evaluate", "offline", "cost"))
     parser.add_argument("--size", type=int, default=10_000, help="cost: memories in the store")
     parser.add_argument("--embedder", default=None)
     parser.add_argument("--min", type=float, default=None, help="SEMANTIC_MIN for this run (evaluate)")
@@ -345,7 +405,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     report: Any
-    if args.command == "cost":
+    if args.command == "offline":
+        report = offline(args.half)
+        for key, value in report.items():
+            print(f"{key:<24} {value}")
+    elif args.command == "cost":
         report = anyio.run(cost, args.size, 200)
         print(
             f"{report['memories']} memories: link_semantic {report['link_ms']} ms a memory, "
