@@ -161,10 +161,10 @@ def cosine_at(embedder_id: str, similarity: float, mode: Mode = "query", pair: L
 
 # -- two memories, model by model -------------------------------------------------------------
 
-# each model's share of the z of two memories (the first matching prefix wins). Chosen on the
-# calibration half of bench/data/assoc_pairs.json (`bench/associations.py offline`): e5 0.3 -> best
-# precision at recall 0.9 there (0.2 and 0.4 within 0.05); the held-out half is reported in
-# docs/benchmarks.md.
+# each model's share of the z of two memories (the first matching prefix wins), chosen on the
+# calibration half of bench/data/assoc_pairs.json (`bench/associations.py offline`): with e5 at
+# 0.1-0.5 recall at precision 0.8 is 0.59-0.65 there (within two related pairs), at 0.75 (the
+# search index's mix) 0.53, e5 alone 0.47; the held-out half is in docs/benchmarks.md.
 ASSOCIATION_WEIGHTS: dict[str, float] = {"e5": 0.3, "use": 0.7}
 
 # the mixed z of unrelated pairs of memories (e5 0.3 + USE 0.7), its median and 95th percentile

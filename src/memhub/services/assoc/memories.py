@@ -2,7 +2,8 @@
 
 Associations are made when a memory is stored (or its content changes):
   semantic - the memory's nearest older memories its author can see whose calibrated
-             similarity is at least SEMANTIC_MIN (strength = that similarity), at most
+             similarity (ranking.association: e5's and USE's own calibrated scores, mixed) is
+             at least SEMANTIC_MIN (strength = that similarity), at most
              SEMANTIC_K of them; made by `link_semantic` once the vector backfill has
              embedded the memory (~0.1 s later), so a store never waits for the model;
   temporal - the memory the same author stored just before in the same session, if within
