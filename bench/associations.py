@@ -235,7 +235,7 @@ def split(data: dict[str, Any], half: str) -> tuple[list[dict[str, Any]], list[d
     return mems, [p for p in data["related_pairs"] if p["a"] in ids and p["b"] in ids]
 
 
-async def evaluate(embedder: str, semantic_min: float | None, half: str = "test") -> dict[str, Any]:
+async def evaluate(embedder: str, semantic_min: float | None, half: str = "all") -> dict[str, Any]:
     data = json.loads(EVALUATION_SET.read_text(encoding="utf-8"))
     mems, related_pairs = split(data, half)
     data = {**data, "memories": mems, "related_pairs": related_pairs}
@@ -399,9 +399,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=10_000, help="cost: memories in the store")
     parser.add_argument("--embedder", default=None)
     parser.add_argument("--min", type=float, default=None, help="SEMANTIC_MIN for this run (evaluate)")
-    parser.add_argument(
-        "--half", choices=("calibration", "test", "all"), default="test", help="evaluate: see split()"
-    )
+    parser.add_argument("--half", choices=("calibration", "test", "all"), default="all", help="see split()")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     report: Any
