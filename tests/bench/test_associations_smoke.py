@@ -5,6 +5,7 @@ default embedder's numbers are in docs/benchmarks.md."""
 from __future__ import annotations
 
 import json
+import runpy
 from pathlib import Path
 
 from tests.helpers import REPO, run_bench_script
@@ -36,3 +37,22 @@ def test_labelled_set_is_bilingual_and_every_pair_names_known_memories() -> None
         assert {pair["a"], pair["b"]} <= ids and pair["a"] != pair["b"]
         assert pair["grade"] in ("same", "topic") and pair["langs"] in ("en", "ja", "cross")
     assert {p["langs"] for p in data["related_pairs"]} == {"en", "ja", "cross"}
+
+
+def test_the_halves_split_by_topic_and_keep_each_hard_negative_pair_together() -> None:
+    module = runpy.run_path(str(RUN), run_name="bench_associations")
+    data = json.loads((REPO / "bench" / "data" / "assoc_pairs.json").read_text(encoding="utf-8"))
+    halves = {half: module["split"](data, half) for half in ("calibration", "test", "all")}
+    cal, test = ({m["id"] for m in halves[h][0]} for h in ("calibration", "test"))
+    assert not cal & test and cal | test == {m["id"] for m in data["memories"]}
+    topic = {m["id"]: m["topic"] for m in data["memories"]}
+    for half in ("calibration", "test"):
+        mems, related = halves[half]
+        assert len(mems) >= 40 and len(related) >= 50  # each half: well over 200 labelled pairs
+        ids = {m["id"] for m in mems}
+        # every related pair of its topics is in it: no related pair crosses the halves
+        assert related == [p for p in data["related_pairs"] if topic[p["a"]] in {topic[i] for i in ids}]
+        assert {p["langs"] for p in related} == {"en", "ja", "cross"}
+    for a, b in module["HARD_NEGATIVES"]:
+        assert any({a, b} <= {topic[i] for i in ids} for ids in (cal, test))
+    assert halves["all"] == (data["memories"], data["related_pairs"])

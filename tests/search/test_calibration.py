@@ -1,22 +1,34 @@
-"""Calibrated similarity (search/calibration.py): pure functions."""
+"""Calibrated similarity (search/calibration.py): pure functions; two memories scored model by
+model (issue 23)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from memhub.search.calibration import (
+    ASSOCIATION_WEIGHTS,
     AT_P95,
     BASELINES,
+    PAIR_BASELINES,
     Baseline,
+    LanguagePair,
+    Part,
     baseline,
     calibrated,
     cosine_at,
     from_baseline,
     language,
     language_pair,
+    mixed_z,
+    pair_similarity,
+    part_cosines,
+    parts,
 )
+from memhub.search.embedders.combined import CombinedEmbedder
+from memhub.search.embedders.hashing import HashingEmbedder
 
 E5USE = "e5+use-75/896"
 
@@ -67,3 +79,68 @@ def test_language_of_a_text_and_of_a_pair() -> None:
     assert language("") == "en" and language("1234 !!") == "en"
     assert language_pair("en", "en") == "en" and language_pair("ja", "ja") == "ja"
     assert language_pair("en", "ja") == "cross"
+
+
+# -- two memories, model by model (pair_similarity) -------------------------------------------
+
+
+def _unit(*values: float) -> np.ndarray:
+    vec = np.asarray(values, dtype=np.float32)
+    return (vec / np.linalg.norm(vec)).astype(np.float32)
+
+
+def _pair_at(cos: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two 2-d unit vectors whose cosine is `cos`."""
+    return _unit(1.0, 0.0), _unit(cos, math.sqrt(max(0.0, 1.0 - cos * cos)))
+
+
+def _joined(e5: np.ndarray, use: np.ndarray, weight: float = 0.75) -> np.ndarray:
+    return np.concatenate([math.sqrt(weight) * e5, math.sqrt(1.0 - weight) * use]).astype(np.float32)
+
+
+LAYOUT = (Part("e5-small-q4/384", 0, 2, 0.75), Part("use-m3/512", 2, 4, 0.25))
+
+
+def test_parts_of_the_default_embedder_are_its_two_models_slices() -> None:
+    combined = CombinedEmbedder(HashingEmbedder(16), HashingEmbedder(8), 0.75, name="pair")
+    assert parts(combined) == (Part("hash-v1/16", 0, 16, 0.75), Part("hash-v1/8", 16, 24, 0.25))
+    assert parts(HashingEmbedder(32)) == (Part("hash-v1/32", 0, 32, 1.0),)
+    # each model's own cosine is read back off the joined vectors
+    e5a, e5b = _pair_at(0.8)
+    usea, useb = _pair_at(0.1)
+    cosines = part_cosines(LAYOUT, _joined(e5a, usea), _joined(e5b, useb))
+    assert cosines == pytest.approx([0.8, 0.1], abs=1e-6)
+
+
+def test_pair_similarity_mixes_each_models_calibrated_z() -> None:
+    e5, use = BASELINES["e5"][("passage", "cross")], BASELINES["use"][("passage", "cross")]
+    mixed = PAIR_BASELINES[("e5", "use")]["cross"]
+
+    def sim(e5_cos: float, use_cos: float, pair: LanguagePair = "cross") -> float:
+        (a1, b1), (a2, b2) = _pair_at(e5_cos), _pair_at(use_cos)
+        return pair_similarity(LAYOUT, _joined(a1, a2), _joined(b1, b2), pair)
+
+    assert sim(e5.median, use.median) == 0.0  # both models see a typical unrelated pair
+    # both at their unrelated 95th percentile: mixed z 1, beyond the mix's own p95
+    assert sim(e5.p95, use.p95) == pytest.approx(from_baseline(1.0, mixed), abs=1e-4)
+    assert sim(e5.p95, use.p95) > AT_P95
+    # USE carries 0.7 of the score: the same z on USE's side counts more than on e5's
+    z = 1.5
+    e5_only = sim(e5.median + z * (e5.p95 - e5.median), use.median)
+    use_only = sim(e5.median, use.median + z * (use.p95 - use.median))
+    assert use_only > e5_only > 0.0
+    # the language pair chooses the baselines: a cross pair at the same cosines means more
+    assert sim(0.84, 0.3, "cross") > sim(0.84, 0.3, "ja")
+    # an absolute, comparable score: closer pairs keep rising below 1
+    closer = [sim(c, u) for c, u in ((0.86, 0.35), (0.9, 0.5), (0.95, 0.8))]
+    assert closer == sorted(closer) and all(s < 1.0 for s in closer)
+    assert ASSOCIATION_WEIGHTS == {"e5": 0.3, "use": 0.7}
+
+
+def test_pair_similarity_of_one_model_or_an_unknown_one() -> None:
+    a, b = _pair_at(0.5)
+    one = (Part("hash-v1/2", 0, 2),)
+    assert pair_similarity(one, a, b, "en") == pytest.approx(calibrated("hash-v1/2", 0.5, "passage", "en"))
+    unknown = (Part("mystery/2", 0, 2),)
+    assert pair_similarity(unknown, a, b) == pytest.approx(0.5)  # the clipped cosine
+    assert mixed_z(unknown, a, b) is None

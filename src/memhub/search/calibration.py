@@ -23,15 +23,30 @@ so similarity 0.7 means "more alike than 95 % of unrelated pairs", 0.9 is z = 1.
 top 1 % of unrelated pairs of memories), and the
 score keeps rising (never clipped at 1) for ever closer pairs: strengths stay comparable
 across memories and embedders. Unknown embedders fall back to the clipped raw cosine.
+
+Two memories (`pair_similarity`: associations, `search(type='similar')`) are scored per model
+when the embedder is a combination: the stored e5+use vector is `[sqrt(.75)·e5, sqrt(.25)·use]`,
+so each model's cosine is read off its slice, turned into its own z against that model's
+unrelated pairs of the same language pair, and the z's are mixed with ASSOCIATION_WEIGHTS
+(USE 0.7, e5 0.3: for two memories USE carries the signal, chosen on the calibration half of
+bench/data/assoc_pairs.json). The mix is calibrated once more against its own unrelated pairs
+(PAIR_BASELINES, measured on bench/data/ja_set.json), so 0.7 still means "more alike than 95 %
+of unrelated pairs of memories".
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from memhub.core.text import is_cjk
+from memhub.search.embedders.base import Embedder
+from memhub.search.embedders.combined import CombinedEmbedder
 
 Mode = Literal["query", "passage"]
 Language = Literal["en", "ja"]
@@ -142,3 +157,86 @@ def cosine_at(embedder_id: str, similarity: float, mode: Mode = "query", pair: L
         return similarity
     z = -math.log(1.0 - similarity) / RATE
     return base.median + z * (base.p95 - base.median)
+
+
+# -- two memories, model by model -------------------------------------------------------------
+
+# each model's share of the z of two memories (the first matching prefix wins), chosen on the
+# calibration half of bench/data/assoc_pairs.json (`bench/associations.py offline`): with e5 at
+# 0.1-0.5 recall at precision 0.8 is 0.59-0.65 there (within two related pairs), at 0.75 (the
+# search index's mix) 0.53, e5 alone 0.47; the held-out half is in docs/benchmarks.md.
+ASSOCIATION_WEIGHTS: dict[str, float] = {"e5": 0.3, "use": 0.7}
+
+# the mixed z of unrelated pairs of memories (e5 0.3 + USE 0.7), its median and 95th percentile
+# per language pair: `bench/associations.py calibrate` on bench/data/ja_set.json.
+PAIR_BASELINES: dict[tuple[str, ...], dict[LanguagePair, Baseline]] = {
+    ("e5", "use"): {
+        "en": Baseline(-0.007, 0.893),
+        "ja": Baseline(0.004, 0.882),
+        "cross": Baseline(0.018, 0.868),
+        "any": Baseline(0.008, 0.881),
+    },
+}
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One model's slice of a stored vector: [start, stop) holds sqrt(weight) x its unit vector."""
+
+    embedder_id: str
+    start: int
+    stop: int
+    weight: float = 1.0
+
+
+def parts(embedder: Embedder) -> tuple[Part, ...]:
+    """The models a vector of `embedder` is made of (one part for a single model)."""
+    if isinstance(embedder, CombinedEmbedder):
+        first, second, cut = embedder.first, embedder.second, embedder.first.dim
+        return (
+            Part(first.id, 0, cut, embedder.weight),
+            Part(second.id, cut, embedder.dim, 1.0 - embedder.weight),
+        )
+    return (Part(embedder.id, 0, embedder.dim),)
+
+
+def _prefix(embedder_id: str, prefixes: Iterable[str]) -> str | None:
+    return next((prefix for prefix in prefixes if embedder_id.startswith(prefix)), None)
+
+
+def part_cosines(layout: Sequence[Part], a: Vector, b: Vector) -> list[float]:
+    """Each model's own cosine of two stored vectors."""
+    return [float(a[p.start : p.stop] @ b[p.start : p.stop]) / p.weight for p in layout]
+
+
+def mixed_z(layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "any") -> float | None:
+    """Each model's z (its cosine against its own unrelated pairs of memories of this language
+    pair) mixed by ASSOCIATION_WEIGHTS; None when a model was never calibrated."""
+    names = [_prefix(p.embedder_id, BASELINES) for p in layout]
+    z = total = 0.0
+    for name, cos in zip(names, part_cosines(layout, a, b), strict=True):
+        if name is None:
+            return None
+        base = BASELINES[name].get(("passage", pair)) or BASELINES[name][("passage", "any")]
+        weight = ASSOCIATION_WEIGHTS.get(name, 1.0)
+        spread = base.p95 - base.median
+        if math.isnan(cos) or spread <= 0:
+            return 0.0
+        z += weight * (cos - base.median) / spread
+        total += weight
+    return z / total
+
+
+def pair_similarity(layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "any") -> float:
+    """The calibrated similarity of two memories' stored vectors (module docstring): each
+    model's z against its unrelated pairs of this language pair, mixed by ASSOCIATION_WEIGHTS,
+    calibrated again for the mix (one model: its own passage calibration). Falls back to the
+    clipped cosine of the whole vectors when a model was never calibrated."""
+    z = mixed_z(layout, a, b, pair)
+    if z is None:
+        return calibrated("", float(a @ b), "passage", pair)
+    names = tuple(_prefix(p.embedder_id, BASELINES) or "" for p in layout)
+    mixed = PAIR_BASELINES.get(names) if len(names) > 1 else None
+    return from_baseline(z, (mixed.get(pair) or mixed["any"]) if mixed else Baseline(0.0, 1.0))

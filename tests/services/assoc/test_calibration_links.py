@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from memhub.cli.container import build_container
+from memhub.cli.container import Container, build_container
 from memhub.core.ids import MEM
+from memhub.search import calibration
 from memhub.services.assoc import ranking
 from memhub.services.assoc.memories import SEMANTIC_MIN
 from tests.conftest import make_settings
@@ -50,14 +51,16 @@ async def _semantic_pairs(call: Any, ids: list[str]) -> dict[tuple[str, str], fl
     return pairs
 
 
-def _cosine(pair: Pair, a: str, b: str) -> float:
-    embedding = pair.container.runtime.embedding
+def _association(container: Container, a: str, b: str, text_a: str, text_b: str) -> float:
+    """What the strength of a link between memories `a` and `b` must be: their stored vectors
+    scored model by model (ranking.association)."""
+    embedding = container.runtime.embedding
     assert embedding is not None
-    with pair.container.runtime.store.transaction(write=False) as tx:
+    with container.runtime.store.transaction(write=False) as tx:
         va, vb = (
             np.frombuffer(tx.get_vector(MEM.require(i), embedding.id) or b"", dtype="<f4") for i in (a, b)
         )
-    return float(va @ vb)
+    return ranking.association(calibration.parts(embedding.embedder), va, vb, text_a, text_b)
 
 
 async def test_only_the_near_duplicate_is_linked_with_its_calibrated_similarity(pair: Pair) -> None:
@@ -70,7 +73,7 @@ async def test_only_the_near_duplicate_is_linked_with_its_calibrated_similarity(
     assert list(pairs) == [(ids[0], dup)]  # unrelated memories: no links, not a complete graph
     embedding = pair.container.runtime.embedding
     assert embedding is not None
-    expected = ranking.association(embedding.id, _cosine(pair, ids[0], dup), UNRELATED[0], DUPLICATE)
+    expected = _association(pair.container, ids[0], dup, UNRELATED[0], DUPLICATE)
     assert pairs[(ids[0], dup)] == pytest.approx(expected, abs=1e-4) and expected >= SEMANTIC_MIN
     assert expected < 1.0  # an absolute score, not the memory's best match rescaled to 1
 
@@ -132,5 +135,11 @@ async def test_default_embedder_links_restatements_not_unrelated_memories(real: 
     pairs = await _semantic_pairs(call, [*ids, ja])
     assert (ids[0], ja) in pairs  # the same fact across languages
     assert len(pairs) <= 2, pairs  # was 20 of 45 pairs before calibration (bench/associations.py)
+    # the strength is e5's and USE's own calibrated scores mixed (not the joined vector's cosine)
+    strength = _association(container, ids[0], ja, UNRELATED[0], translation)
+    assert pairs[(ids[0], ja)] == pytest.approx(strength, abs=1e-4) and strength >= SEMANTIC_MIN
+    similar = await call("search", type="similar", memory_id=ja, threshold=0.7)
+    assert similar["memories"][0]["id"] == ids[0]
+    assert similar["memories"][0]["similarity"] == pytest.approx(strength, abs=1e-4)
     shown = await call("visualize", type="memory_map", center_memory_id=ids[5], depth=2, format="json")
     assert shown["edges"] <= 1

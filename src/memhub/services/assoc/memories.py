@@ -2,7 +2,8 @@
 
 Associations are made when a memory is stored (or its content changes):
   semantic - the memory's nearest older memories its author can see whose calibrated
-             similarity is at least SEMANTIC_MIN (strength = that similarity), at most
+             similarity (ranking.association: e5's and USE's own calibrated scores, mixed) is
+             at least SEMANTIC_MIN (strength = that similarity), at most
              SEMANTIC_K of them; made by `link_semantic` once the vector backfill has
              embedded the memory (~0.1 s later), so a store never waits for the model;
   temporal - the memory the same author stored just before in the same session, if within
@@ -26,6 +27,7 @@ from memhub.core.errors import invalid
 from memhub.core.hashing import content_hash
 from memhub.core.ids import MEM
 from memhub.core.models import Kind
+from memhub.search import calibration
 from memhub.services import access, graph
 from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
@@ -34,8 +36,11 @@ from memhub.store.base import ItemQuery, ItemRow, NewItem, Tx
 
 log = logging.getLogger(__name__)
 
-SEMANTIC_MIN = 0.9  # calibrated: precision 0.84 on bench/data/assoc_pairs.json (docs/benchmarks.md)
+# the lowest strength with precision >= 0.8 on the calibration half of bench/data/assoc_pairs.json
+# (precision 0.800, recall 0.627; docs/benchmarks.md)
+SEMANTIC_MIN = 0.87
 SEMANTIC_K = 5
+CANDIDATES = 4 * SEMANTIC_K + 1  # nearest by the index's cosine, re-scored model by model
 TEMPORAL_WINDOW = timedelta(minutes=30)
 TEMPORAL_K = 1  # the previous memory only (issue 23: five made any session a near-complete graph)
 ASSOCIATION = "association"
@@ -61,25 +66,30 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
 
     authors = await runtime.in_thread(owners)
     now = isoformat(runtime.clock.now())
-    nearest: list[tuple[int, list[tuple[int, float]]]] = []
+    nearest: list[tuple[int, np.ndarray, list[int]]] = []
     for item, vec in embedded:
         if item not in authors:
             continue  # not a memory (a discussion log, say), or deleted meanwhile
         viewer = access.eyes_of(authors[item], now)
-        hits = await engine.nearest(viewer, vec, k=2 * SEMANTIC_K + 1, kinds=(Kind.MEMORY,))
-        nearest.append((item, [(other, cos) for other, cos in hits if other < item]))
-    ends = sorted({item for item, _ in nearest} | {other for _, hits in nearest for other, _ in hits})
+        # candidates by the index's cosine, then scored model by model (ranking.association)
+        hits = await engine.nearest(viewer, vec, k=CANDIDATES, kinds=(Kind.MEMORY,))
+        nearest.append((item, vec, [other for other, _ in hits if other < item]))
+    ends = sorted({item for item, _, _ in nearest} | {other for _, _, others in nearest for other in others})
 
-    def texts() -> dict[int, str]:  # their languages choose the calibration baseline
+    def read() -> tuple[dict[int, str], dict[int, bytes]]:  # texts: their languages choose the baselines
         with runtime.store.transaction(write=False) as tx:
-            return tx.norm_texts(ends)
+            stored = {i: tx.get_vector(i, embedding.id) for _, _, others in nearest for i in others}
+            return tx.norm_texts(ends), {i: blob for i, blob in stored.items() if blob is not None}
 
-    text = await runtime.in_thread(texts) if ends else {}
+    text, vectors = await runtime.in_thread(read) if ends else ({}, {})
+    layout = calibration.parts(embedding.embedder)
     found: list[tuple[int, int, float]] = []
-    for item, hits in nearest:
+    for item, vec, others in nearest:
+        mine = text.get(item)
         sims = [
-            (other, ranking.association(embedding.id, cos, text.get(item), text.get(other)))
-            for other, cos in hits
+            (other, ranking.association(layout, vec, _vector(vectors[other]), mine, text.get(other)))
+            for other in others
+            if other in vectors
         ]
         sims.sort(key=lambda pair: (-pair[1], pair[0]))
         near = [(other, sim) for other, sim in sims if sim >= SEMANTIC_MIN]
@@ -96,6 +106,10 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
             return len(made)
 
     return await runtime.in_thread(write)
+
+
+def _vector(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<f4")
 
 
 def _link(tx: Tx, src: int, dst: int, subtype: str, strength: float) -> m.Association:

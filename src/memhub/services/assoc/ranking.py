@@ -28,6 +28,7 @@ score (what results are sorted by):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from memhub.search import calibration
 
@@ -47,13 +48,20 @@ def calibrated(embedder_id: str, cosine: float) -> float:
     return calibration.calibrated(embedder_id, cosine, "query")
 
 
-def association(embedder_id: str, cosine: float, a: str | None = None, b: str | None = None) -> float:
-    """The calibrated similarity of two memories ("passage" mode), given their texts when known:
-    the baseline of their language pair (two English, two Japanese or one of each)."""
+def association(
+    layout: Sequence[calibration.Part],
+    a: calibration.Vector,
+    b: calibration.Vector,
+    text_a: str | None = None,
+    text_b: str | None = None,
+) -> float:
+    """The calibrated similarity of two memories from their stored vectors, model by model
+    (calibration.pair_similarity), given their texts when known: the baselines of their
+    language pair (two English, two Japanese or one of each)."""
     pair: calibration.LanguagePair = "any"
-    if a is not None and b is not None:
-        pair = calibration.language_pair(calibration.language(a), calibration.language(b))
-    return calibration.calibrated(embedder_id, cosine, "passage", pair)
+    if text_a is not None and text_b is not None:
+        pair = calibration.language_pair(calibration.language(text_a), calibration.language(text_b))
+    return calibration.pair_similarity(layout, a, b, pair)
 
 
 def unrelated_level(embedder_id: str) -> float:

@@ -19,6 +19,7 @@ from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.ids import MEM, PROJ
 from memhub.core.models import Kind, Viewer
 from memhub.core.text import term_coverage
+from memhub.search import calibration
 from memhub.search.explain import Explanation
 from memhub.services import access
 from memhub.services.assoc import domains, ranking
@@ -267,7 +268,13 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         rows = tx.query_items(
             viewer, replace(scoped.restrict(where), ids=list(cosines), limit=len(cosines) or 1)
         )
-        sims = {r.id: ranking.association(embedding.id, cosines[r.id], row.body, r.body) for r in rows}
+        layout, stored = calibration.parts(embedding.embedder), tx.get_vector
+        sims = {
+            r.id: ranking.association(layout, vec, np.frombuffer(blob, dtype="<f4"), row.body, r.body)
+            for r in rows
+            if (blob := stored(r.id, embedding.id)) is not None
+        }
+        rows = [r for r in rows if r.id in sims]
         kept = sorted((r for r in rows if sims[r.id] >= args.threshold), key=lambda r: (-sims[r.id], r.id))
         chosen = kept[: args.limit]
         return [domains.to_memory(r, score=sims[r.id], similarity=sims[r.id]) for r in chosen], len(kept)
