@@ -30,7 +30,7 @@ from typing import Literal
 from memhub.core.text import bigrams, is_cjk, search_terms
 from memhub.store.sql.budget import bounded
 
-TEXT_BUDGET = 5_000  # rows ranked by BM25 per query at most (~6 ms)
+TEXT_BUDGET = 3_000  # rows ranked by BM25 per query at most (~4-5 ms at 100k, bench/text_budget.py)
 # A search for kinds with at most this many items (claims, decisions, topics beside 100k
 # memories) ranks only their rows, one rowid lookup each (~0.1-0.2 ms), instead of widening
 # through the matches of every kind (100k memories: ~85 ms, whatever the kind holds)
