@@ -1,10 +1,14 @@
 """Hybrid search (BM25 text + vector cosine, fused) and the vector backfill.
 
-`SearchEngine.search` runs the text side (FTS5 through the store's visibility filter) and,
-when the model is ready, the vector side (query embedding, then the `VectorSearch` with
-candidates filtered by the same visibility rule), and fuses them. It never waits for a
-model to load: until `EmbeddingService.ready`, results come from text alone. Database and
-numpy work run on worker threads, never on the event loop.
+`SearchEngine.run` is the one retrieval pipeline (services reach it through
+`services/retrieval.retrieve`): in one read transaction on one worker thread it builds the
+caller's viewer, runs the text side (FTS5 through the store's visibility filter) and, when the
+model is ready, the vector side (the query embedding, computed meanwhile on the event loop's
+side, then the `VectorSearch` with candidates filtered by the same visibility rule in the same
+snapshot), fuses them and hands the `Candidates` (search/pipeline.py) to the toolset's rerank
+in that snapshot. `search` is `run` without a rerank. It never waits for a model to load:
+until `EmbeddingService.ready`, results come from text alone. Database and numpy work run on
+worker threads, never on the event loop.
 
 `VectorBackfill` (re-exported from `memhub.search.backfill`) gives items their vectors.
 """
