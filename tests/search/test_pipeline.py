@@ -8,13 +8,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from tests.search.conftest import AddItem
 
 from memhub.core.models import Viewer
 from memhub.search import EmbeddingService, HashingEmbedder, SearchEngine, VectorBackfill, VectorIndex
 from memhub.search.fusion import anchored, by_best, normalised, normalize_scores
 from memhub.search.pipeline import Candidates
 from memhub.store.base import ItemQuery, Store, Tx
-from tests.search.conftest import AddItem
 
 pytestmark = pytest.mark.anyio
 
@@ -22,8 +22,10 @@ pytestmark = pytest.mark.anyio
 def test_named_normalisers() -> None:
     assert by_best([4.0, 2.0, -1.0]) == [1.0, 0.5, 0.0]  # a weak match keeps a share
     assert by_best([]) == [] and by_best([0.0]) == [0.0]
-    assert normalised([(1, 4.0), (2, 2.0)], "min_max") == {1: 1.0, 2: 0.0} == dict(
-        zip([1, 2], normalize_scores([4.0, 2.0]), strict=True)
+    assert (
+        normalised([(1, 4.0), (2, 2.0)], "min_max")
+        == {1: 1.0, 2: 0.0}
+        == dict(zip([1, 2], normalize_scores([4.0, 2.0]), strict=True))
     )
     assert normalised([(1, 4.0), (2, 2.0)], "by_best") == {1: 1.0, 2: 0.5}
     assert anchored(0.8, 0.6, 1.0) == pytest.approx(0.5)
