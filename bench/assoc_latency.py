@@ -1,7 +1,10 @@
 """Latency of the assoc toolset through the real MCP client, at 10k and 100k memories.
 
-    .venv/bin/python bench/assoc_latency.py --sizes 1000,10000,100000 [--embedder e5+use]
-        [--transport stdio|http] [--import-n 2000]
+    .venv/bin/python bench/assoc_latency.py --sizes 1000,10000,100000 [--embedder e5+use|none]
+        [--transport stdio|http] [--import-n 2000] [--seeded DIR]
+
+The server runs the source on PYTHONPATH when it is set (a before/after comparison runs this
+script twice, once per checkout, with `--seeded` so both search the same database).
 
 Seeding: N memories in a mix of domains, written in-process through the store; their vectors
 are real embeddings of a pool of distinct texts (embedding 100k texts would take ~40 min on
@@ -30,7 +33,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -59,18 +64,25 @@ from memhub.store.sqlite import SqliteStore
 POOL = 2000
 TAGS = ["db", "deploy", "auth", "ui", "perf", "security", "test", "docs", "infra", "api"]
 CATEGORIES = ["decision", "preference", "fact", "todo", "research"]
-SERVER_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "PATH": "/usr/bin:/bin"}
+SERVER_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OMP_WAIT_POLICY": "PASSIVE",
+    "PATH": "/usr/bin:/bin",
+    **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),  # which source
+}
 POLL_S = 0.1  # health_check polling while waiting for the backfill
 CATCH_UP_DEADLINE_S = 600.0
 
 
 def seed(db: Path, n: int, embedder_name: str) -> None:
-    embedder = make_embedder(embedder_name)
-    assert embedder is not None
-    embedder.load()
+    embedder = make_embedder(embedder_name)  # None: --embedder none, no vectors
+    if embedder is not None:
+        embedder.load()
     pool = texts(POOL, seed=5)
-    cache = RESULTS / f"pool-{embedder.id.replace('/', '-')}-{POOL}.npy"
-    if cache.exists():
+    cache = RESULTS / f"pool-{embedder.id.replace('/', '-') if embedder else 'none'}-{POOL}.npy"
+    if embedder is None:
+        vectors = np.zeros((POOL, 0), dtype="<f4")
+    elif cache.exists():
         vectors = np.load(cache)
     else:
         started = time.perf_counter()
@@ -102,7 +114,8 @@ def seed(db: Path, n: int, embedder_name: str) -> None:
                         attrs={"metadata": {}},
                     )
                 )
-                tx.put_vector(row.id, embedder.id, vectors[k].tobytes(), embedder.dim)
+                if embedder is not None:
+                    tx.put_vector(row.id, embedder.id, vectors[k].tobytes(), embedder.dim)
     store.close()
 
 
@@ -210,7 +223,8 @@ async def measure(
         deadline = time.monotonic() + 600
         while True:  # wait for the background warm-up: model loaded, every vector in the index
             details = await health(client)
-            if details.get("embedder_ready") and details.get("vectors_indexed", 0) >= n:
+            warm = details.get("embedder_ready") and details.get("vectors_indexed", 0) >= n
+            if embedder == "none" or warm:
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"index did not warm up: {details}")
@@ -260,6 +274,11 @@ def main() -> None:
     parser.add_argument(
         "--import-n", type=int, default=2000, help="memories in the bulk-import measurement (0: skip it)"
     )
+    parser.add_argument(
+        "--seeded",
+        help="keep each seeded database in this directory and start every run from a copy of it"
+        " (before/after comparisons: the same data, seeded once)",
+    )
     parser.add_argument("--out", default=str(RESULTS / "assoc_latency.json"))
     args = parser.parse_args()
     report: dict[str, Any] = {
@@ -274,7 +293,14 @@ def main() -> None:
             db = Path(tmp) / "bench.db"
             print(f"\n{size:,} memories: seeding", flush=True)
             started = time.perf_counter()
-            seed(db, size, args.embedder)
+            kept = Path(args.seeded) / f"assoc-{size}-{args.embedder}.db" if args.seeded else None
+            if kept is None or not kept.exists():
+                seed(db, size, args.embedder)
+                if kept is not None:
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(db, kept)
+            else:
+                shutil.copyfile(kept, db)
             seeded = time.perf_counter() - started
             measured = anyio.run(
                 measure, db, size, args.embedder, args.queries, args.transport, args.import_n

@@ -1,10 +1,14 @@
 """Hybrid search (BM25 text + vector cosine, fused) and the vector backfill.
 
-`SearchEngine.search` runs the text side (FTS5 through the store's visibility filter) and,
-when the model is ready, the vector side (query embedding, then the `VectorSearch` with
-candidates filtered by the same visibility rule), and fuses them. It never waits for a
-model to load: until `EmbeddingService.ready`, results come from text alone. Database and
-numpy work run on worker threads, never on the event loop.
+`SearchEngine.run` is the one retrieval pipeline (services reach it through
+`services/retrieval.retrieve`): in one read transaction on one worker thread it builds the
+caller's viewer, runs the text side (FTS5 through the store's visibility filter) and, when the
+model is ready, the vector side (the query embedding, computed meanwhile on the event loop's
+side, then the `VectorSearch` with candidates filtered by the same visibility rule in the same
+snapshot), fuses them and hands the `Candidates` (search/pipeline.py) to the toolset's rerank
+in that snapshot. `search` is `run` without a rerank. It never waits for a model to load:
+until `EmbeddingService.ready`, results come from text alone. Database and numpy work run on
+worker threads, never on the event loop.
 
 `VectorBackfill` (re-exported from `memhub.search.backfill`) gives items their vectors.
 """
@@ -13,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
+from typing import TypeVar
 
 import anyio
 import numpy as np
@@ -28,10 +33,12 @@ from memhub.search.embedders.base import EmbedderUnavailable, Matrix
 from memhub.search.embedding import EmbeddingService
 from memhub.search.explain import Explanation
 from memhub.search.fusion import FUSION_METHODS, FusedHit, FusionMethod, fuse_hits
-from memhub.search.vector_search import VectorSearch
-from memhub.store.base import Store
+from memhub.search.pipeline import Candidates
+from memhub.search.vector_search import Allowed, VectorSearch
+from memhub.store.base import Store, Tx
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 __all__ = ["SearchEngine", "VectorBackfill"]
 
@@ -87,8 +94,34 @@ class SearchEngine:
         method: FusionMethod = "linear",
         explain: Explanation | None = None,
     ) -> list[FusedHit]:
-        """The best `k_final` items visible to `viewer`, best first. With `explain`, what
-        each stage computed is written into it (search/explain.py); the ranking is the same."""
+        """The best `k_final` items visible to `viewer`, best first: `run` without a rerank."""
+        return await self.run(
+            query, lambda _tx: viewer, _hits, kinds=kinds, project_id=project_id, k_txt=k_txt,
+            k_vec=k_vec, k_final=k_final, alpha=alpha, method=method, explain=explain,
+        )  # fmt: skip
+
+    async def run(
+        self,
+        query: str,
+        viewer: Callable[[Tx], Viewer],
+        rerank: Callable[[Tx, Candidates], T],
+        *,
+        kinds: Sequence[str] = (),
+        project_id: int | None = None,
+        k_txt: int = 50,
+        k_vec: int = 50,
+        k_final: int = 10,
+        alpha: float = 0.5,
+        method: FusionMethod = "linear",
+        explain: Explanation | None = None,
+    ) -> T:
+        """The one retrieval pipeline: in ONE read transaction (one snapshot), the viewer
+        (`viewer(tx)`), the keyword side, the vector side (its query embedding computed
+        meanwhile on the event loop's side), the fusion, then the caller's `rerank(tx,
+        candidates)` over the same snapshot; returns what the rerank returns.
+
+        With `explain`, what each stage computed is written into it (search/explain.py); the
+        ranking is the same."""
         for name, value in (("k_txt", k_txt), ("k_vec", k_vec), ("k_final", k_final)):
             if not 0 <= value <= MAX_K:
                 raise invalid(f"{name} must be between 0 and {MAX_K}", **{name: value})
@@ -96,43 +129,63 @@ class SearchEngine:
             raise invalid(f"unknown fusion method {method!r}; expected one of: {', '.join(FUSION_METHODS)}")
         if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
             raise invalid("alpha must be between 0 and 1", alpha=alpha)
-        if not query.strip() or k_final == 0:
-            return []
-        kinds = tuple(kinds)
+        ask = _Ask(tuple(kinds), project_id, k_txt, k_vec, k_final, alpha, method)
         if explain is not None:
             explain.query, explain.method, explain.alpha = query, method, alpha
-        text_hits: list[tuple[int, float]] = []
-        vector_hits: list[tuple[int, float]] = []
-
         embedding, vectors = self.embedding, self.vectors
         linear = method == "linear"
-
-        async def text_side(split_cjk: bool) -> None:
-            nonlocal text_hits
-            text_hits = await self._text_hits(viewer, query, kinds, project_id, k_txt, split_cjk, explain)
-
-        async def vector_side(embedding: EmbeddingService, vectors: VectorSearch) -> None:
-            nonlocal vector_hits
-            vector_hits = await self._vector_hits(
-                embedding, vectors, viewer, query, kinds, project_id, k_vec, explain
-            )
-
-        wants_vectors = k_vec > 0 and not (linear and alpha == 0.0)
+        searching = bool(query.strip()) and k_final > 0
+        wants_text = searching and k_txt > 0 and not (linear and alpha == 1.0)
+        wants_vectors = searching and k_vec > 0 and not (linear and alpha == 0.0)
         # not `vectors.size() > 0`: an index another process filled is only read by the search
         with_vectors = wants_vectors and embedding is not None and vectors is not None and embedding.ready
+        # tokenised once, here: alone (no vectors) the keyword side cuts CJK runs (`_text_hits`)
+        terms = tuple(search_terms(query, split_cjk=not with_vectors)) if wants_text else ()
+        pending = _QueryVector()
         async with anyio.create_task_group() as group:
-            if k_txt > 0 and not (linear and alpha == 1.0):
-                group.start_soon(text_side, not with_vectors)
-            if with_vectors and embedding is not None and vectors is not None:
-                group.start_soon(vector_side, embedding, vectors)
-        fused = fuse_hits(
-            text_hits, vector_hits, method=method, alpha=alpha, k_final=k_final, explain=explain
-        )
-        if explain is not None and with_vectors and embedding is not None:
-            await anyio.to_thread.run_sync(partial(self._per_model, embedding, fused, explain))
-        return fused
+            if with_vectors and embedding is not None:
+                group.start_soon(self._embed, embedding, query, pending)
 
-    def _per_model(self, embedding: EmbeddingService, fused: list[FusedHit], explain: Explanation) -> None:
+            def work() -> T:
+                if with_vectors and vectors is not None:
+                    vectors.refresh()  # its own read of the change feed, before the snapshot
+                with self.store.transaction(write=False) as tx:
+                    seen = viewer(tx)
+                    text_hits = self._text_hits(tx, seen, terms, ask, explain) if terms else []
+                    vector_hits: list[tuple[int, float]] = []
+                    if with_vectors and vectors is not None:
+                        query_vec = anyio.from_thread.run(pending.wait)
+                        if query_vec is not None:
+                            vector_hits = self._vector_hits(tx, vectors, query_vec, seen, ask, explain)
+                    fused = fuse_hits(
+                        text_hits, vector_hits, method=method, alpha=alpha, k_final=k_final, explain=explain
+                    ) if searching else []  # fmt: skip
+                    if explain is not None and vector_hits and embedding is not None:
+                        self._per_model(tx, embedding, fused, explain)
+                    embedder = embedding.id if with_vectors and embedding is not None else None
+                    return rerank(tx, Candidates(query, terms, fused, seen, embedder))
+
+            result = await anyio.to_thread.run_sync(work)
+        return result
+
+    async def _embed(self, embedding: EmbeddingService, query: str, pending: _QueryVector) -> None:
+        """The query's embedding for the vector side; None when the model fails or takes longer
+        than `vector_timeout` (queued behind indexing work, say): the search then answers from
+        text alone. The worker thread waits for `pending.done`, which is always set."""
+        try:
+            with anyio.move_on_after(self.vector_timeout) as timer:
+                pending.value = await embedding.embed_query(query[:MAX_QUERY_EMBED_CHARS])
+            if timer.cancelled_caught:
+                self.vector_timeouts += 1
+                log.info("vector search skipped: no query embedding within %.1f s", self.vector_timeout)
+        except EmbedderUnavailable as exc:
+            log.warning("vector search skipped: %s", exc.message)
+        finally:
+            pending.done.set()
+
+    def _per_model(
+        self, tx: Tx, embedding: EmbeddingService, fused: list[FusedHit], explain: Explanation
+    ) -> None:
         """Each model's own cosine of the query and every vector hit (explain only): a pair of
         models (search/embedders/combined.py) scores `w * cos_a + (1 - w) * cos_b`."""
         query_vec = explain.query_vec
@@ -141,83 +194,53 @@ class SearchEngine:
         model = embedding.embedder
         first, second = getattr(model, "first", None), getattr(model, "second", None)
         weight = getattr(model, "weight", None)
-        with self.store.transaction(write=False) as tx:
-            for hit in fused:
-                if hit.vector_score is None:
-                    continue
-                blob = tx.get_vector(hit.item_id, embedding.id)
-                if blob is None:
-                    continue
-                vec = np.frombuffer(blob, dtype="<f4")
-                if first is None or second is None or not isinstance(weight, float):
-                    explain.models[hit.item_id] = {embedding.id: float(vec @ query_vec)}
-                    continue
-                cut = int(first.dim)
-                explain.models[hit.item_id] = {
-                    str(first.id): float(vec[:cut] @ query_vec[:cut]) / weight,
-                    str(second.id): float(vec[cut:] @ query_vec[cut:]) / (1.0 - weight),
-                }
+        for hit in fused:
+            if hit.vector_score is None:
+                continue
+            blob = tx.get_vector(hit.item_id, embedding.id)
+            if blob is None:
+                continue
+            vec = np.frombuffer(blob, dtype="<f4")
+            if first is None or second is None or not isinstance(weight, float):
+                explain.models[hit.item_id] = {embedding.id: float(vec @ query_vec)}
+                continue
+            cut = int(first.dim)
+            explain.models[hit.item_id] = {
+                str(first.id): float(vec[:cut] @ query_vec[:cut]) / weight,
+                str(second.id): float(vec[cut:] @ query_vec[cut:]) / (1.0 - weight),
+            }
 
-    async def _text_hits(
-        self,
-        viewer: Viewer,
-        query: str,
-        kinds: tuple[str, ...],
-        project_id: int | None,
-        limit: int,
-        split_cjk: bool = True,
-        explain: Explanation | None = None,
+    def _text_hits(
+        self, tx: Tx, viewer: Viewer, terms: Sequence[str], ask: _Ask, explain: Explanation | None
     ) -> list[tuple[int, float]]:
         """BM25 hits. Alone (no vectors) the keyword side must find paraphrases too, so CJK
         runs are cut into content words; beside vectors it is the precise signal and a CJK
         run must appear whole: on bench/data/ja_set.json with e5+use, splitting lowered hit@5
         from 0.838 to 0.796 (weak keyword matches on the wrong memories), while BM25 alone
         rose from 0.176 to 0.366 (Japanese queries 0.017 -> 0.483)."""
-        terms = search_terms(query, split_cjk=split_cjk)
-        if not terms:
-            return []
+        if explain is None:
+            return tx.text_search(viewer, terms, ask.kinds, ask.project_id, ask.k_txt)
+        # how many hits ranked among these a viewer of every boundary class would read
+        explain.terms = list(terms)
+        hits, hidden = tx.text_search_hidden(
+            viewer, _every_class(viewer), terms, ask.kinds, ask.project_id, ask.k_txt
+        )
+        explain.hidden["text_by_boundary"] = hidden
+        return hits
 
-        def run() -> list[tuple[int, float]]:
-            with self.store.transaction(write=False) as tx:
-                if explain is None:
-                    return tx.text_search(viewer, terms, kinds, project_id, limit)
-                # how many hits ranked among these a viewer of every boundary class would read
-                explain.terms = list(terms)
-                hits, hidden = tx.text_search_hidden(
-                    viewer, _every_class(viewer), terms, kinds, project_id, limit
-                )
-                explain.hidden["text_by_boundary"] = hidden
-                return hits
-
-        return await anyio.to_thread.run_sync(run)
-
-    async def _vector_hits(
+    def _vector_hits(
         self,
-        embedding: EmbeddingService,
-        vectors: VectorSearch,
+        tx: Tx,
+        index: VectorSearch,
+        query_vec: Matrix,
         viewer: Viewer,
-        query: str,
-        kinds: tuple[str, ...],
-        project_id: int | None,
-        limit: int,
-        explain: Explanation | None = None,
+        ask: _Ask,
+        explain: Explanation | None,
     ) -> list[tuple[int, float]]:
-        query_vec: Matrix | None = None
-        try:
-            with anyio.move_on_after(self.vector_timeout):
-                query_vec = await embedding.embed_query(query[:MAX_QUERY_EMBED_CHARS])
-        except EmbedderUnavailable as exc:
-            log.warning("vector search skipped: %s", exc.message)
-            return []
-        if query_vec is None:
-            self.vector_timeouts += 1
-            log.info("vector search skipped: no query embedding within %.1f s", self.vector_timeout)
-            return []
         if explain is not None:
             explain.query_vec = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        return await anyio.to_thread.run_sync(
-            partial(self._search_index, vectors, query_vec, viewer, kinds, project_id, limit, explain)
-        )
+        allowed = _allowed(tx, viewer, ask.kinds, ask.project_id, explain)
+        return index.search(query_vec, ask.k_vec, allowed)
 
     async def nearest(
         self,
@@ -243,23 +266,58 @@ class SearchEngine:
         kinds: tuple[str, ...],
         project_id: int | None,
         limit: int,
-        explain: Explanation | None = None,
     ) -> list[tuple[int, float]]:
         index.refresh()
+        with self.store.transaction(write=False) as tx:
+            return index.search(query_vec, limit, _allowed(tx, viewer, kinds, project_id, None))
 
-        def allowed(ids: list[int]) -> set[int]:
-            with self.store.transaction(write=False) as tx:
-                passed = tx.visible_ids(viewer, ids, kinds, project_id)
-                if explain is not None:
-                    # nearest neighbours a boundary class removed, counts only, within what the
-                    # viewer may otherwise read: items of other principals are never counted (a
-                    # count of them would tell a caller what others keep near its query)
-                    wider = tx.visible_ids(_every_class(viewer), ids, kinds, project_id)
-                    hidden = explain.hidden
-                    hidden["vector_by_boundary"] = hidden.get("vector_by_boundary", 0) + len(wider - passed)
-                return passed
 
-        return index.search(query_vec, limit, allowed)
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    kinds: tuple[str, ...]
+    project_id: int | None
+    k_txt: int
+    k_vec: int
+    k_final: int
+    alpha: float
+    method: FusionMethod
+
+
+class _QueryVector:
+    """The query embedding a search's worker thread waits for (set by `SearchEngine._embed`)."""
+
+    def __init__(self) -> None:
+        self.value: Matrix | None = None
+        self.done = anyio.Event()
+
+    async def wait(self) -> Matrix | None:
+        await self.done.wait()
+        return self.value
+
+
+def _hits(_tx: Tx, candidates: Candidates) -> list[FusedHit]:
+    return candidates.hits
+
+
+def _allowed(
+    tx: Tx, viewer: Viewer, kinds: tuple[str, ...], project_id: int | None, explain: Explanation | None
+) -> Allowed:
+    """The vector side's visibility check, in the search's own snapshot: the store's one
+    visibility filter over each batch of candidates the index offers."""
+
+    def allowed(ids: list[int]) -> set[int]:
+        passed = tx.visible_ids(viewer, ids, kinds, project_id)
+        if explain is not None:
+            # nearest neighbours a boundary class removed, counts only, within what the
+            # viewer may otherwise read: items of other principals are never counted (a
+            # count of them would tell a caller what others keep near its query)
+            wider = tx.visible_ids(_every_class(viewer), ids, kinds, project_id)
+            explain.hidden["vector_by_boundary"] = explain.hidden.get("vector_by_boundary", 0) + len(
+                wider - passed
+            )
+        return passed
+
+    return allowed
 
 
 def _every_class(viewer: Viewer) -> Viewer:

@@ -1,4 +1,4 @@
-"""Why a hit ranked where it did: the record `SearchEngine.search(explain=...)` fills in.
+"""Why a hit ranked where it did: the record `SearchEngine.run(explain=...)` fills in.
 
 An `Explanation` is passed down the one retrieval pipeline and each stage writes what it
 computed, so the numbers shown to a person are the ones the tools ranked by, not a second
@@ -11,6 +11,7 @@ removed (`removed`), and the final score it sorted by (`final`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +39,15 @@ class Explanation:
     stage: str = ""  # which toolset's rerank filled `factors`
     found: dict[int, list[str]] = field(default_factory=dict)  # item -> keyword terms it contains
     query_vec: Any = None  # the query's embedding (numpy), for the per-model cosines
+    _matcher: tuple[str, Callable[[str], list[str]]] | None = field(default=None, repr=False)
 
     def count(self, reason: str, n: int = 1) -> None:
         if n:
             self.removed[reason] = self.removed.get(reason, 0) + n
 
     def matched(self, text: str) -> list[str]:
-        """The query's keyword terms `text` contains (stemmed words, whole CJK runs)."""
-        return matched_terms(self.query)(text)
+        """The query's keyword terms `text` contains (stemmed words, whole CJK runs); the
+        query is parsed once for every hit."""
+        if self._matcher is None or self._matcher[0] != self.query:
+            self._matcher = (self.query, matched_terms(self.query))
+        return self._matcher[1](text)

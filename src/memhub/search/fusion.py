@@ -3,12 +3,20 @@
 `fuse` is a convex combination of min-max normalised scores; `reciprocal_rank_fusion`
 uses ranks only. Both break ties by item id, so results are deterministic. Which method
 and which `alpha` serve best is decided by the benchmarks; both are parameters.
+
+The normalisers are named here, once, and each toolset's rerank picks one by name:
+
+min_max    (s - lowest) / (best - lowest) over the candidates (`normalize_scores`): the
+           engine's fusion
+by_best    s / best, negatives 0: pce's rerank (a weak match keeps a share)
+anchored   (s - floor) / (best - floor) for a floor the caller chooses: assoc's rerank
+           (BM25 from its lowest candidate or half the best; cosine from the unrelated level)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -50,6 +58,38 @@ def normalize_scores(scores: Sequence[float]) -> list[float]:
         else:
             out.append((score - low) / (high - low))
     return out
+
+
+def by_best(scores: Sequence[float]) -> list[float]:
+    """Each score over the best one (negatives and non-finite count 0): the best is 1.0 and a
+    weak match keeps a share, where min-max would give the weakest candidate 0 whatever its
+    match (and leave a rerank's factors nothing to work on)."""
+    clean = [s if math.isfinite(s) and s > 0 else 0.0 for s in scores]
+    best = max(clean, default=0.0)
+    return [s / best if best > 0 else 0.0 for s in clean]
+
+
+def anchored(score: float, floor: float, best: float, flat: float = 1.0) -> float:
+    """`(score - floor) / (best - floor)` clipped to [0, 1]; `flat` when `best` is not above
+    `floor` (every candidate scored alike)."""
+    if math.isnan(score):
+        return 0.0
+    if best <= floor:
+        return flat
+    return max(0.0, min(1.0, (score - floor) / (best - floor)))
+
+
+Normaliser = Literal["min_max", "by_best"]
+NORMALISERS: dict[str, Callable[[Sequence[float]], list[float]]] = {
+    "min_max": normalize_scores,
+    "by_best": by_best,
+}
+
+
+def normalised(hits: Iterable[tuple[int, float]], normaliser: Normaliser) -> dict[int, float]:
+    """Item -> its score normalised over `hits` by the named normaliser."""
+    pairs = list(hits)
+    return dict(zip([i for i, _ in pairs], NORMALISERS[normaliser]([s for _, s in pairs]), strict=True))
 
 
 def _best(hits: Iterable[tuple[int, float]]) -> dict[int, float]:

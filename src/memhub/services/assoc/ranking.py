@@ -5,7 +5,8 @@ similarity (what `threshold` compares with, 0-1):
     pairs (memhub.search.calibration, "query" mode): 0 for a typical unrelated pair, 0.7 for
     one more alike than 95 % of them, rising towards 1 for closer ones;
   - text-only hit: its BM25 relative to the best BM25 of the query (the best keyword match is 1).
-relevance (how well the memory matches, 0-1; what ranks):
+relevance (how well the memory matches, 0-1; what ranks; both sides through search/fusion.py's
+`anchored` normaliser):
   relevance = alpha * (cos - floor) / (best_cos - floor)
               + (1 - alpha) * coverage * (bm25 - lowest_bm25) / (best_bm25 - lowest_bm25)
   floor = min(the embedder's unrelated-text cosine, the lowest candidate cosine); the BM25
@@ -31,6 +32,7 @@ import math
 from collections.abc import Sequence
 
 from memhub.search import calibration
+from memhub.search.fusion import anchored
 
 # embedder id prefix -> cosine of unrelated texts, the anchor of the vector side of `relevance`
 # (bench/quality/explore.py on both sets: unrelated pairs' median 0.60-0.64 for e5+use). The
@@ -103,15 +105,12 @@ def relevance_parts(
     text = 0.0
     if text_score is not None:
         low, best_text = text_range
-        text = _clip((text_score - low) / (best_text - low)) if best_text > low else 1.0
-        text *= _clip(coverage)
+        text = anchored(text_score, low, best_text, flat=1.0) * _clip(coverage)
     if embedder_id is None:
         return text, None
     lowest, best = cosine_range
     floor = min(unrelated_level(embedder_id), lowest)
-    vector = (
-        _clip((vector_score - floor) / (best - floor)) if vector_score is not None and best > floor else 0.0
-    )
+    vector = anchored(vector_score, floor, best, flat=0.0) if vector_score is not None else 0.0
     return text, vector
 
 

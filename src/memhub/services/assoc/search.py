@@ -18,12 +18,13 @@ from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.ids import MEM, PROJ
 from memhub.core.models import Kind, Viewer
-from memhub.core.text import term_coverage
 from memhub.search import calibration
 from memhub.search.explain import Explanation
+from memhub.search.pipeline import Candidates
 from memhub.services import access
 from memhub.services.assoc import domains, ranking
 from memhub.services.assoc import models as m
+from memhub.services.retrieval import retrieve
 from memhub.services.runtime import Call
 from memhub.store.base import ItemBrief, ItemQuery, ItemRow, Tx
 
@@ -81,43 +82,24 @@ async def ranked(
 ) -> tuple[list[m.Memory], int, str | None]:
     """(memories, matches, note): the note says what the search may have missed (read your
     writes: runtime.Call.catch_up). With `explain`, the rerank's factors are recorded there."""
-    engine = call.runtime.search
-    if engine is None:
-        raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
-    note = await call.catch_up(PENDING_NOTE)
-    viewer = await call.read(lambda tx: scoped.viewer(tx, call))
-    hits = await engine.search(
-        viewer,
-        query,
-        kinds=tuple(where.kinds) or (Kind.MEMORY,),
-        project_id=project_id,
-        k_txt=CANDIDATES,
-        k_vec=CANDIDATES,
-        k_final=CANDIDATES,
-        alpha=ALPHA,
-        explain=explain,
-    )
-    vectors_used = call.runtime.embedding is not None and call.runtime.embedding.ready
-    embedder = call.runtime.embedding.id if vectors_used and call.runtime.embedding is not None else None
-    texts = [h.text_score for h in hits if h.text_score is not None]
-    best_text = max(texts, default=0.0)
-    text_range = ranking.text_range(texts)
-    cosines = [h.vector_score for h in hits if h.vector_score is not None]
-    cosine_range = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
-    by_id = {h.item_id: h for h in hits}
-    candidates = scoped.restrict(where)
 
-    def work(tx: Tx) -> tuple[list[m.Memory], int]:
+    def work(tx: Tx, found: Candidates) -> tuple[list[m.Memory], int]:
         # score every candidate from its brief, then read the few that are returned in full
+        hits, viewer, embedder = found.hits, found.viewer, found.embedder
+        texts = [h.text_score for h in hits if h.text_score is not None]
+        best_text = max(texts, default=0.0)
+        text_range = ranking.text_range(texts)
+        cosines = [h.vector_score for h in hits if h.vector_score is not None]
+        cosine_range = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
+        by_id = found.by_id
         briefs = tx.query_briefs(viewer, replace(candidates, ids=list(by_id), limit=len(by_id) or 1))
-        texts = tx.norm_texts([b.id for b in briefs if by_id[b.id].text_score is not None])
-        covers = term_coverage(query)
+        norms = tx.norm_texts([b.id for b in briefs if by_id[b.id].text_score is not None])
         scored = []
         for brief in briefs:
             hit = by_id[brief.id]
             sim = ranking.similarity(embedder, hit.vector_score, hit.text_score, best_text)
             if sim >= threshold:
-                coverage = covers(texts[brief.id]) if brief.id in texts else 1.0
+                coverage = found.coverage(norms[brief.id]) if brief.id in norms else 1.0
                 rel = ranking.relevance(
                     embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, coverage
                 )
@@ -144,7 +126,12 @@ async def ranked(
         memories = [domains.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
         return memories, len(scored)
 
-    memories, total = await call.read(work)
+    candidates = scoped.restrict(where)
+    (memories, total), note = await retrieve(
+        call, query, lambda tx: scoped.viewer(tx, call), work, pending=PENDING_NOTE,
+        kinds=tuple(where.kinds) or (Kind.MEMORY,), project_id=project_id, k_txt=CANDIDATES,
+        k_vec=CANDIDATES, k_final=CANDIDATES, alpha=ALPHA, explain=explain,
+    )  # fmt: skip
     return memories, total, note
 
 

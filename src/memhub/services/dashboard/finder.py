@@ -19,12 +19,15 @@ from memhub.core.errors import MemhubError
 from memhub.core.ids import DEC
 from memhub.core.models import Kind, Principal
 from memhub.search.explain import Explanation
+from memhub.search.fusion import FusedHit
+from memhub.search.pipeline import Candidates
 from memhub.services import access
 from memhub.services.assoc import models as assoc_models
 from memhub.services.assoc import search as assoc_search
 from memhub.services.decisions import models as decision_models
 from memhub.services.decisions import service as decisions
 from memhub.services.pce import retrieval
+from memhub.services.retrieval import retrieve
 from memhub.services.runtime import Call, Runtime
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
@@ -142,15 +145,23 @@ async def _decisions(call: Call, query: str, found: Found) -> None:
 
 
 async def _topics(call: Call, query: str, found: Found) -> None:
-    engine = call.runtime.search
-    if engine is None:
+    if call.runtime.search is None:
         return
     explain = Explanation()
-    viewer = await call.read(lambda tx: access.viewer(tx, call.principal))
-    hits = await engine.search(viewer, query, kinds=TOPIC_KINDS, k_final=PER_GROUP, explain=explain)
+
+    def rows_of(tx: Tx, candidates: Candidates) -> tuple[list[FusedHit], dict[int, ItemRow], dict[int, str]]:
+        """The fused hits and their rows, in the pipeline's snapshot (the engine's order)."""
+        ids = candidates.ids
+        viewer = access.viewer(tx, call.principal, sessions="own")
+        rows = tx.query_items(viewer, ItemQuery(kinds=TOPIC_KINDS, ids=ids, limit=len(ids) or 1))
+        return candidates.hits, {r.id: r for r in rows}, _projects(tx, rows)
+
+    (hits, rows, projects), _note = await retrieve(
+        call, query, lambda tx: access.viewer(tx, call.principal), rows_of, pending="",
+        kinds=TOPIC_KINDS, k_final=PER_GROUP, explain=explain,
+    )  # fmt: skip
     explain.stage = "engine"
     explain.final = {h.item_id: h.combined for h in hits}
-    rows, projects = await _read_rows(call, [h.item_id for h in hits], TOPIC_KINDS)
     _terms(explain, rows)
     found.groups["topic/log"] = [
         _hit("topic/log", rows[h.item_id], f"{rows[h.item_id].kind}_{h.item_id}", h.combined, projects)

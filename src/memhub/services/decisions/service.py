@@ -17,12 +17,14 @@ from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid
 from memhub.core.ids import DEC
 from memhub.core.models import Kind, Principal
 from memhub.search.explain import Explanation
+from memhub.search.pipeline import Candidates
 from memhub.services import access, decision_model
 from memhub.services.access import Need
 from memhub.services.decision_model import DecisionRecord, NewDecision
 from memhub.services.decisions import errors, ranking
 from memhub.services.decisions import models as m
 from memhub.services.decisions.config import config
+from memhub.services.retrieval import retrieve
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
@@ -183,26 +185,12 @@ async def supersede(call: Call, args: m.SupersedeInput) -> m.DecisionResponse:
 async def search(call: Call, args: m.SearchInput, explain: Explanation | None = None) -> m.SearchResponse:
     """Graph-first hybrid search: hybrid candidates, extended along supersede chains, ranked
     by status, authority and dedup (`ranking.py`)."""
-    engine = call.runtime.search
-    if engine is None:
-        raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
-    note = await call.catch_up(PENDING_NOTE)
-    viewer = await call.read(lambda tx: access.viewer(tx, call.principal))
-    hits = await engine.search(
-        viewer,
-        args.query,
-        kinds=(Kind.DECISION,),
-        k_txt=CANDIDATES,
-        k_vec=CANDIDATES,
-        k_final=CANDIDATES,
-        alpha=ALPHA,
-        explain=explain,
-    )
-    own = {hit.item_id: hit.combined for hit in hits}
 
-    def work(tx: Tx) -> list[m.SearchHit]:
+    def work(tx: Tx, found: Candidates) -> list[m.SearchHit]:
+        own = {hit.item_id: hit.combined for hit in found.hits}  # min-max fused (the engine's)
         if not own:
             return []
+        viewer = found.viewer
         walk = decision_model.chains(tx, viewer, list(own), depth=CHAIN_DEPTH, max_nodes=CHAIN_NODES)
         edges = [(link.src, link.dst) for link in walk.edges.values()]
         relevance = ranking.propagate(own, edges)
@@ -232,7 +220,11 @@ async def search(call: Call, args: m.SearchInput, explain: Explanation | None = 
             for item in ranked
         ]
 
-    results = await call.read(work)
+    results, note = await retrieve(
+        call, args.query, lambda tx: access.viewer(tx, call.principal), work, pending=PENDING_NOTE,
+        kinds=(Kind.DECISION,), k_txt=CANDIDATES, k_vec=CANDIDATES, k_final=CANDIDATES, alpha=ALPHA,
+        explain=explain,
+    )  # fmt: skip
     return m.SearchResponse(
         status="success",
         message=f"{len(results)} decision(s), mode {args.mode}",

@@ -1,6 +1,7 @@
 """Seed 000's ranking as pure functions (docs/ranking.md gives the formulas).
 
-text, vector   min-max normalised BM25 and cosine over each side's candidates, in [0, 1]
+text, vector   BM25 and cosine over each side's best candidate (search/fusion.py's
+               `by_best` normaliser), in [0, 1]
 combined       alpha * vector + (1 - alpha) * text   (one side empty: the other weighs 1)
 quality        q in [-1, 1] from feedback;  Q = (1 + q) / 2 when use_quality, else 1
 recency        R = 0.5 ** (age_days / half_life_days(kind))
@@ -14,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memhub.search.fusion import FusedHit
+from memhub.search.fusion import FusedHit, by_best, normalised
 
 SIGNAL_VALUES = {"helpful": 1.0, "harmful": -1.0, "outdated": -0.6, "duplicate": -0.3}
 LEARNING_RATE = 0.3
@@ -27,13 +28,7 @@ class Components:
     combined: float
 
 
-def scale_by_best(scores: Sequence[float]) -> list[float]:
-    """Each score over the best one (negatives and non-finite count 0): the best is 1.0 and a
-    weak match keeps a share, where min-max would give the weakest candidate 0 whatever its
-    match (and leave feedback and recency nothing to work on)."""
-    clean = [s if math.isfinite(s) and s > 0 else 0.0 for s in scores]
-    best = max(clean, default=0.0)
-    return [s / best if best > 0 else 0.0 for s in clean]
+scale_by_best = by_best  # the named normaliser of search/fusion.py ("by_best")
 
 
 def components(hits: Sequence[FusedHit], alpha: float) -> dict[int, Components]:
@@ -45,8 +40,7 @@ def components(hits: Sequence[FusedHit], alpha: float) -> dict[int, Components]:
         alpha = 1.0
     elif not vector:
         alpha = 0.0
-    t_norm = dict(zip([i for i, _ in text], scale_by_best([s for _, s in text]), strict=True))
-    v_norm = dict(zip([i for i, _ in vector], scale_by_best([s for _, s in vector]), strict=True))
+    t_norm, v_norm = normalised(text, "by_best"), normalised(vector, "by_best")
     out = {}
     for hit in hits:
         t, v = t_norm.get(hit.item_id, 0.0), v_norm.get(hit.item_id, 0.0)

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from memhub.core.clock import parse_iso
-from memhub.core.errors import ErrorKind, MemhubError, invalid
+from memhub.core.errors import invalid
 from memhub.core.hashing import sha256_hex
 from memhub.core.ids import CLM
 from memhub.core.models import Kind, Viewer
@@ -29,6 +29,7 @@ from memhub.policy.model import CLASSES, SCOPES, Policy, allowed_classes, ttl_se
 from memhub.policy.redact import PII_KINDS, SECRET_KINDS, redact
 from memhub.search.engine import MAX_K
 from memhub.search.explain import Explanation
+from memhub.search.pipeline import Candidates
 from memhub.services import access, graph
 from memhub.services.pce import models as m
 from memhub.services.pce import ranking
@@ -42,12 +43,14 @@ from memhub.services.pce.claims import (
 from memhub.services.pce.config import config
 from memhub.services.pce.errors import BoundaryDenied, PolicyMissing
 from memhub.services.pce.policies import current
+from memhub.services.retrieval import retrieve
 from memhub.services.runtime import Call
 from memhub.store.base import ItemQuery, ItemRow, Tx
 
 PENDING_NOTE = "claims stored just now are still being embedded; search again in a moment"
 
 DEFAULT_ALLOW = ("answer:task",)
+_Gathered = tuple[dict[int, ranking.Components], list[int], list[ItemRow], Viewer]
 MAX_ENTITIES = 21  # nodes of one claim's entity walk (the claim included)
 
 
@@ -135,21 +138,22 @@ async def rank(
         for c in CLASSES
         if c != "secret" and c not in allowed and doc.boundary(c).escalation == "human_review"
     )
-    engine = call.runtime.search
-    if engine is None:
-        raise MemhubError(ErrorKind.UNAVAILABLE, "search is not configured on this server")
-    note = await call.catch_up(PENDING_NOTE)
-    viewer, where = await call.read(
-        lambda tx: (boundary_viewer(tx, call, allowed | review), _scope_query(tx, call, scopes))
-    )
     hybrid = doc.retrieval.hybrid
-    hits = await engine.search(
-        viewer, query, kinds=(Kind.CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
+
+    def gather(tx: Tx, found: Candidates) -> _Gathered:
+        """The rerank's reads, in the pipeline's snapshot: the best `k_final` by the fused
+        score (`by_best` on each side), then those in the asked scopes."""
+        parts = ranking.components(found.hits, hybrid.alpha)
+        pool = sorted(parts, key=lambda i: (-parts[i].combined, i))[: hybrid.k_final]
+        where = _scope_query(tx, call, scopes)
+        rows = tx.query_items(found.viewer, replace(where, ids=pool, limit=len(pool) or 1))
+        return parts, pool, rows, found.viewer
+
+    (parts, pool, rows, viewer), note = await retrieve(
+        call, query, lambda tx: boundary_viewer(tx, call, allowed | review), gather, pending=PENDING_NOTE,
+        kinds=(Kind.CLAIM,), k_txt=hybrid.k_txt, k_vec=hybrid.k_vec,
         k_final=min(hybrid.k_txt + hybrid.k_vec, MAX_K), alpha=hybrid.alpha, explain=explain,
     )  # fmt: skip
-    parts = ranking.components(hits, hybrid.alpha)
-    pool = sorted(parts, key=lambda i: (-parts[i].combined, i))[: hybrid.k_final]
-    rows = await call.read(lambda tx: tx.query_items(viewer, replace(where, ids=pool, limit=len(pool) or 1)))
     rerank = doc.retrieval.rerank
     items: list[Ranked] = []
     withheld: list[str] = []

@@ -12,8 +12,9 @@ rows ranked near `budget`
    lowest) until the rarer ones match at most `budget` rows, always keeping the rarest;
 3. if even that is too many (one very common term), rank only its `budget` newest matches.
 
-Ranking then runs in FTS5 alone and visibility is checked on the best rows afterwards
-(`text_search` widens until enough pass), instead of joining every matching row first.
+Ranking then runs in FTS5 alone and visibility is checked on the best rows afterwards, in the
+same statement (the ranked rows joined with `items`; `text_search` widens until enough pass),
+instead of joining every matching row first.
 Counts and cutoffs are over the whole store, so the rarer terms' matches may be too few for
 the viewer (or the project, or the kinds asked for): `text_search` then ranks the newest
 `budget` matches of every term too and merges both lists. Kinds with few items (`rare_kinds`)
@@ -29,7 +30,7 @@ from typing import Literal
 from memhub.core.text import bigrams, is_cjk, search_terms
 from memhub.store.sql.budget import bounded
 
-TEXT_BUDGET = 5_000  # rows ranked by BM25 per query at most (~6 ms)
+TEXT_BUDGET = 3_000  # rows ranked by BM25 per query at most (~4-5 ms at 100k, bench/text_budget.py)
 # A search for kinds with at most this many items (claims, decisions, topics beside 100k
 # memories) ranks only their rows, one rowid lookup each (~0.1-0.2 ms), instead of widening
 # through the matches of every kind (100k memories: ~85 ms, whatever the kind holds)
@@ -95,19 +96,24 @@ def rare_kinds(conn: sqlite3.Connection, kinds: Sequence[str]) -> bool:
     return int(conn.execute(sql, [*kinds, RARE_KIND_ROWS + 1]).fetchone()[0]) <= RARE_KIND_ROWS
 
 
+def ranked_sql(expr: str, min_rowid: int, limit: int, kinds: Sequence[str] = ()) -> tuple[str, list[object]]:
+    """The query of `ranked` (columns rowid, score), to join with the items it names."""
+    only, args = "", [expr, min_rowid]
+    if kinds:
+        only = f" AND rowid IN (SELECT id FROM items WHERE kind IN ({', '.join('?' * len(kinds))}))"
+        args.extend(kinds)
+    sql = (
+        f"SELECT rowid, -bm25(items_fts) AS score FROM items_fts WHERE items_fts MATCH ? AND rowid >= ?{only}"
+        " ORDER BY bm25(items_fts) LIMIT ?"
+    )
+    return sql, [*args, limit]
+
+
 def ranked(
     conn: sqlite3.Connection, expr: str, min_rowid: int, limit: int, kinds: Sequence[str] = ()
 ) -> list[tuple[int, float]]:
     """(rowid, BM25 relevance >= 0, higher is better), best first, among rows from `min_rowid`
     on (and, with `kinds`, only items of those kinds: for `rare_kinds`; BM25 is the same, its
     statistics are the whole index's)."""
-    only, args = "", [expr, min_rowid]
-    if kinds:
-        only = f" AND rowid IN (SELECT id FROM items WHERE kind IN ({', '.join('?' * len(kinds))}))"
-        args.extend(kinds)
-    rows = conn.execute(
-        f"SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ? AND rowid >= ?{only}"
-        " ORDER BY bm25(items_fts) LIMIT ?",
-        [*args, limit],
-    ).fetchall()
-    return [(int(r[0]), float(r[1])) for r in rows]
+    sql, args = ranked_sql(expr, min_rowid, limit, kinds)
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, args).fetchall()]

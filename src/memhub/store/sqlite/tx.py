@@ -25,7 +25,14 @@ from memhub.store.crypto import ContentCipher
 from memhub.store.sql import SQLITE, item_where, visible
 from memhub.store.sql.events import events_page, events_page_queries
 from memhub.store.sql.rowmap import item_from_row
-from memhub.store.sqlite.fts import TEXT_BUDGET, bounded_match, match_term, newest_cutoff, ranked, rare_kinds
+from memhub.store.sqlite.fts import (
+    TEXT_BUDGET,
+    bounded_match,
+    match_term,
+    newest_cutoff,
+    ranked_sql,
+    rare_kinds,
+)
 from memhub.store.sqlite.maintenance import MaintenanceMixin
 from memhub.store.sqlite.pce import PceMixin
 from memhub.store.sqlite.people import PeopleMixin, placeholders
@@ -379,9 +386,18 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
         that the wider viewer may read and this one may not are added to the set."""
         fetch = max(2 * limit, 64)  # most candidates are usually visible: widen when not
         only: tuple[str, ...] = ()
+        where, where_args = self._where(viewer, ItemQuery(kinds=tuple(kinds), project_id=project_id))
         while True:
-            rows = ranked(self.conn, expr, min_rowid, fetch, only)
-            passed = self.visible_ids(viewer, [item_id for item_id, _ in rows], kinds, project_id)
+            # the best `fetch` rows and, in the same statement, whether the viewer may read
+            # each (the one visibility filter, joined: no second query with their ids)
+            sql, args = ranked_sql(expr, min_rowid, fetch, only)
+            joined = self.conn.execute(
+                f"SELECT f.rowid, f.score, CASE WHEN {where} THEN 1 ELSE 0 END"
+                f" FROM ({sql}) f LEFT JOIN items i ON i.id = f.rowid ORDER BY f.score DESC, f.rowid",
+                [*where_args, *args],
+            ).fetchall()
+            rows = [(int(r[0]), float(r[1])) for r in joined]
+            passed = {int(r[0]) for r in joined if r[2]}
             hits = [(item_id, score) for item_id, score in rows if item_id in passed]
             if not only and len(hits) < limit and len(rows) == fetch and rare_kinds(self.conn, kinds):
                 only = tuple(kinds)  # other kinds crowd the best rows out: rank these kinds' rows

@@ -1,0 +1,88 @@
+"""The one retrieval pipeline (`SearchEngine.run`): one read snapshot per search, the rerank
+inside it, the query parsed once, and the named normalisers of search/fusion.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from tests.search.conftest import AddItem
+
+from memhub.core.models import Viewer
+from memhub.search import EmbeddingService, HashingEmbedder, SearchEngine, VectorBackfill, VectorIndex
+from memhub.search.fusion import anchored, by_best, normalised, normalize_scores
+from memhub.search.pipeline import Candidates
+from memhub.store.base import ItemQuery, Store, Tx
+
+pytestmark = pytest.mark.anyio
+
+
+def test_named_normalisers() -> None:
+    assert by_best([4.0, 2.0, -1.0]) == [1.0, 0.5, 0.0]  # a weak match keeps a share
+    assert by_best([]) == [] and by_best([0.0]) == [0.0]
+    assert (
+        normalised([(1, 4.0), (2, 2.0)], "min_max")
+        == {1: 1.0, 2: 0.0}
+        == dict(zip([1, 2], normalize_scores([4.0, 2.0]), strict=True))
+    )
+    assert normalised([(1, 4.0), (2, 2.0)], "by_best") == {1: 1.0, 2: 0.5}
+    assert anchored(0.8, 0.6, 1.0) == pytest.approx(0.5)
+    assert anchored(0.5, 0.6, 1.0) == 0.0 and anchored(1.2, 0.6, 1.0) == 1.0
+    assert anchored(0.7, 0.7, 0.7) == 1.0 and anchored(0.7, 0.7, 0.7, flat=0.0) == 0.0
+
+
+async def test_a_search_reads_one_snapshot_and_reranks_in_it(
+    store: Store, add_item: AddItem, alice: Viewer, bob: Viewer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Viewer, keyword side, vector side (its visibility checks) and the rerank share one read
+    transaction; before the pipeline a hybrid search opened four to six."""
+    mine = add_item("we deploy everything with kubernetes", title="deployment")
+    add_item("kubernetes notes of bob", owner="bob", scope="user")
+    add_item("the lunch menu for friday")
+    service = EmbeddingService(HashingEmbedder())
+    index = VectorIndex(store, service.id, service.dim)
+    engine, backfill = SearchEngine(store, service, index), VectorBackfill(store, service, index)
+    await service.load()
+    while await backfill.run_once():
+        pass
+    index.refresh()
+
+    opened: list[bool] = []
+    feed_reads: list[int] = []
+    transaction, vector_changes = store.transaction, store.vector_changes
+
+    @contextmanager
+    def counted(*, write: bool) -> Iterator[Tx]:
+        opened.append(write)
+        with transaction(write=write) as tx:
+            yield tx
+
+    def feed(embedder: str, after_seq: int) -> Any:
+        feed_reads.append(len(opened))
+        return vector_changes(embedder, after_seq)
+
+    monkeypatch.setattr(store, "transaction", counted)
+    monkeypatch.setattr(store, "vector_changes", feed)
+    seen: list[Tx] = []
+
+    def viewer(tx: Tx) -> Viewer:
+        seen.append(tx)
+        return alice
+
+    def rerank(tx: Tx, found: Candidates) -> list[str]:
+        assert tx is seen[0]  # the same transaction the viewer was built in
+        assert found.viewer == alice and found.embedder == service.id
+        assert found.terms == ("kubernetes",)
+        rows = tx.query_items(found.viewer, ItemQuery(ids=found.ids, limit=10))
+        return [row.body for row in rows]
+
+    bodies = await engine.run("kubernetes", viewer, rerank, k_final=5)
+    assert "we deploy everything with kubernetes" in bodies
+    assert "kubernetes notes of bob" not in bodies  # bob's own memory stays his
+    # the vector feed's read is its own on a backend whose feed opens a transaction (PostgreSQL)
+    feed_transactions = (len(opened) - 1) if feed_reads else 0
+    assert opened.count(False) - feed_transactions == 1 and not any(opened)
+    hits = await engine.search(bob, "kubernetes", k_final=5)
+    assert mine in {h.item_id for h in hits} and len(hits) == len(bodies) + 1
