@@ -87,12 +87,27 @@ def _items(store: Store, n: int) -> list[int]:
 def test_an_item_is_claimed_by_one_process_until_its_lease_ends(stores: list[Store]) -> None:
     ids = _items(stores[0], 4)
     with stores[0].transaction(write=True) as tx:
-        assert tx.claim_vectors("e", ids[:3], "one", now=10.0, lease_s=60.0) == ids[:3]
+        assert tx.claim_vectors("e", ids[:3], "one", now=10.0, lease_s=60.0) == (ids[:3], [])
     with stores[1].transaction(write=True) as tx:
-        assert tx.claim_vectors("e", ids, "two", now=20.0, lease_s=60.0) == ids[3:]  # the rest
-        assert tx.claim_vectors("e", ids, "two", now=20.0, lease_s=60.0) == ids[3:]  # its own again
+        assert tx.claim_vectors("e", ids, "two", now=20.0, lease_s=60.0) == (ids[3:], ids[:3])
+        assert tx.claim_vectors("e", ids, "two", now=20.0, lease_s=60.0) == (
+            ids[3:],
+            ids[:3],
+        )  # its own again
     with stores[1].transaction(write=True) as tx:
-        tx.release_claims("e", ids[:1])  # the vector of ids[0] was stored
-        assert tx.claim_vectors("e", ids[:2], "two", now=30.0, lease_s=60.0) == ids[:1]
-        assert tx.claim_vectors("e", ids[:3], "two", now=71.0, lease_s=60.0) == ids[:3]  # lease over
-        assert tx.claim_vectors("other", ids[:1], "two", now=71.0, lease_s=60.0) == ids[:1]  # per embedder
+        tx.release_claims("e", ids[:1])  # ids[0] was given up on
+        assert tx.claim_vectors("e", ids[:2], "two", now=30.0, lease_s=60.0) == (ids[:1], ids[1:2])
+        assert tx.claim_vectors("e", ids[:3], "two", now=71.0, lease_s=60.0) == (ids[:3], [])  # lease over
+        assert tx.claim_vectors("other", ids[:1], "two", now=71.0, lease_s=60.0) == (
+            ids[:1],
+            [],
+        )  # per embedder
+
+
+def test_an_item_whose_vector_is_stored_is_claimed_by_nobody(stores: list[Store]) -> None:
+    ids = _items(stores[0], 2)
+    with stores[0].transaction(write=True) as tx:
+        assert tx.put_vector(ids[0], "e", bytes(32), 8)
+        tx.release_claims("e", ids[:1])
+    with stores[1].transaction(write=True) as tx:  # read as missing before the vector was stored
+        assert tx.claim_vectors("e", ids, "two", now=10.0, lease_s=60.0) == (ids[1:], [])

@@ -25,21 +25,30 @@ class ClaimsMixin:
 
     def claim_vectors(
         self, embedder: str, ids: Sequence[int], owner: str, *, now: float, lease_s: float
-    ) -> list[int]:
-        """The ids among `ids` that `owner` holds now (newly claimed, or its own claim renewed),
-        in their order; the others are held by another owner whose lease has not run out."""
+    ) -> tuple[list[int], list[int]]:
+        """(the ids among `ids` that `owner` holds now: newly claimed, or its own claim renewed;
+        those another owner holds, whose lease has not run out), each in the order given. Ids
+        whose vector is stored already (by anyone, since they were read) are in neither."""
         p = self.dialect.param
         self.conn.execute(f"DELETE FROM vector_claims WHERE until < {p}", (now,))
-        taken: set[int] = set()
+        held: set[int] = set()
+        done: set[int] = set()
         for start in range(0, len(ids), CHUNK):
             chunk = list(ids[start : start + CHUNK])
+            among = self.dialect.placeholders(chunk)
             rows = self.conn.execute(
-                f"SELECT item_id FROM vector_claims WHERE embedder = {p} AND owner <> {p}"
-                f" AND item_id IN ({self.dialect.placeholders(chunk)})",
+                f"SELECT item_id FROM vector_claims"
+                f" WHERE embedder = {p} AND owner <> {p} AND item_id IN ({among})",
                 (embedder, owner, *chunk),
             ).fetchall()
-            taken.update(int(r["item_id"]) for r in rows)
-        mine = [i for i in dict.fromkeys(ids) if i not in taken]
+            held.update(int(r["item_id"]) for r in rows)
+            rows = self.conn.execute(
+                f"SELECT item_id FROM vectors WHERE embedder = {p} AND item_id IN ({among})",
+                (embedder, *chunk),
+            ).fetchall()
+            done.update(int(r["item_id"]) for r in rows)
+        wanted = list(dict.fromkeys(ids))
+        mine = [i for i in wanted if i not in held and i not in done]
         if mine:
             self.conn.cursor().executemany(
                 f"INSERT INTO vector_claims(item_id, embedder, owner, until) VALUES ({p}, {p}, {p}, {p})"
@@ -47,7 +56,7 @@ class ClaimsMixin:
                 " DO UPDATE SET owner = excluded.owner, until = excluded.until",
                 [(i, embedder, owner, now + lease_s) for i in mine],
             )
-        return mine
+        return mine, [i for i in wanted if i in held and i not in done]
 
     def release_claims(self, embedder: str, ids: Sequence[int]) -> None:
         """Drop the claims on `ids` (their vectors are stored, or given up on)."""
