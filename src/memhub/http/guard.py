@@ -4,7 +4,7 @@ In order: Host allowed (421), Origin allowed (403), a CORS preflight answered (2
 caller authenticated (401 with `WWW-Authenticate`, audited; nothing executed), the body
 bounded (413), rate limits per client IP and per principal by tool class (429 with
 `Retry-After`). Answers carry `X-RateLimit-Limit/Remaining/Reset` whenever a limit applies,
-and CORS headers for an allowed Origin. `/health` stays open.
+and CORS headers for an allowed Origin. `/health` and `/ready` stay open.
 
 The limits are the call pipeline's own `RateLimiter` (services/ratelimit.py): per client IP
 here, per principal in the pipeline; this layer only peeks at the principal's bucket, so a
@@ -32,7 +32,7 @@ from memhub.services.ratelimit import RateLimiter, Verdict
 
 Authenticate = Callable[[Mapping[str, str]], tuple[Principal | None, str]]  # blocking
 Audit = Callable[[str, dict[str, Any]], None]  # (outcome, detail) of a refused request
-OPEN_PATHS = ("/health",)
+OPEN_PATHS = ("/health", "/ready")
 ADMIN_PATHS = ("/metrics",)  # store-wide counts: the admin role only
 STREAMABLE_PATH, SSE_PATH = "/mcp", "/sse"
 INVALID_REQUEST = -32600
