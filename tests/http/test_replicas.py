@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import MEMHUB, SHARED, http_server
-from tests.http.rpc import call, post, session
+from tests.http.rpc import call, post, request, session
 from tests.store.backends import Backend
 
 WRITERS_PER_REPLICA = 3
@@ -187,3 +187,22 @@ def test_doctor_is_clean_after_two_replicas(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "integrity: ok" in done.stdout and ", ok" in done.stdout.split("audit chain:")[1]
+
+
+def test_ready_says_whether_the_store_answers_with_every_migration_applied(
+    tmp_path: Path, backend: Backend
+) -> None:
+    url = backend.url(tmp_path)
+    with http_server(url, env={"MEMHUB_HOME": str(tmp_path)}) as base:
+        status, _, raw = request(base, "GET", "/ready", {})
+        body = json.loads(raw)
+        assert status == 200 and body["status"] == "ready" and body["store"] == "ok"
+        assert body["schema_version"] == body["schema_expected"] >= 1
+        latest = body["schema_expected"]
+        backend.execute(url, "DELETE FROM schema_migrations WHERE version = ?", [latest])  # an older schema
+        status, _, raw = request(base, "GET", "/ready", {})
+        body = json.loads(raw)
+        assert status == 503 and body["status"] == "not ready"
+        assert body["schema_version"] == latest - 1 and "migrations have not run" in body["reason"]
+        status, _, raw = request(base, "GET", "/health", {})
+        assert status == 200  # alive all the same: liveness is not readiness
