@@ -111,3 +111,17 @@ def test_an_item_whose_vector_is_stored_is_claimed_by_nobody(stores: list[Store]
         tx.release_claims("e", ids[:1])
     with stores[1].transaction(write=True) as tx:  # read as missing before the vector was stored
         assert tx.claim_vectors("e", ids, "two", now=10.0, lease_s=60.0) == (ids[1:], [])
+
+
+def test_a_limiter_counts_in_its_own_bucket_while_the_store_cannot(
+    stores: list[Store], backend: Backend
+) -> None:
+    store = stores[1]
+    if backend.name == "sqlite":
+        Path(store.location + ".limits").mkdir()  # the bucket file cannot be opened
+    else:
+        store.close()  # the pool is gone
+    clock = [1_000.0]
+    limiter = _limiter(store, 3, clock)
+    assert [limiter.take("dave", "read").allowed for _ in range(4)] == [True, True, True, False]
+    assert not limiter.peek("dave", "read").allowed
