@@ -246,7 +246,11 @@ class VectorBackfill:
         rows: list[tuple[int, str]] = []
         while self._queue and not rows:  # the next batch this process may embed
             offered = [self._queue.popleft() for _ in range(min(batch, len(self._queue)))]
-            mine, held = await anyio.to_thread.run_sync(self._claim, [item for item, _ in offered])
+            try:
+                mine, held = await anyio.to_thread.run_sync(self._claim, [item for item, _ in offered])
+            except BaseException:
+                self._queue.extendleft(reversed(offered))  # not lost: offered again next round
+                raise
             rows = [row for row in offered if row[0] in set(mine)]
             self.elsewhere.update(held)
         if not rows:
