@@ -1,10 +1,12 @@
 """Shared-service load (seed 003 §5.1): 50 streamable-HTTP clients and 100 SSE clients at once.
 
     .venv/bin/python bench/load.py [--http-clients 50] [--sse-clients 100] [--seconds 60]
-        [--think-ms 1000] [--embedder hash]
+        [--think-ms 1000] [--embedder hash] [--db sqlite|postgres|URL] [--replicas 1]
 
-Starts one real `memhub serve --transport http,sse` with the HTTP and SSE listeners on two
-127.0.0.1 ports, connects every client through the official MCP client, and has each one loop
+Starts `--replicas` real `memhub serve --transport http,sse` processes on one store (a SQLite
+file, or PostgreSQL: bench/databases.py), each with its HTTP and SSE listeners on two
+127.0.0.1 ports, spreads the clients over them (client i to replica i mod N, as a balancer
+with sticky sessions would), connects every client through the official MCP client, and has each one loop
 for `--seconds`: store a memory, search memories, add a discussion log, search topics (the
 reads and writes of both toolsets), waiting `--think-ms` after each call (an agent thinks
 between calls; 0 fires back to back). Every call is bounded (30 s) and every loop is bounded
@@ -19,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import MEMHUB, RESULTS, free_port, summary, write_report
+from databases import bench_store, count_items
 
 LIMITS_MS = {"http": {"store": 600, "search": 300}, "sse": {"store": 800, "search": 400}}
 CALL_TIMEOUT_S = 30.0
@@ -133,39 +135,43 @@ def _wait_health(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
     raise TimeoutError(url)
 
 
-async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
-    http_port, sse_port = free_port(), free_port()
+async def run(args: argparse.Namespace, home: Path, db: str) -> dict[str, Any]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MEMHUB_BACKUP_TIME": ""}
     log = (home / "server.log").open("wb")
-    command = [MEMHUB, "--home", str(home), "--user", "load", "--project", "load", "serve"]
-    command += ["--transport", "http,sse", "--host", "127.0.0.1", "--embedder", args.embedder]
-    command += ["--http-port", str(http_port), "--sse-port", str(sse_port)]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
+    replicas: list[tuple[int, int, subprocess.Popen[bytes]]] = []
+    for _ in range(args.replicas):
+        http_port, sse_port = free_port(), free_port()
+        command = [MEMHUB, "--home", str(home), "--db", db, "--user", "load", "--project", "load", "serve"]
+        command += ["--transport", "http,sse", "--host", "127.0.0.1", "--embedder", args.embedder]
+        command += ["--http-port", str(http_port), "--sse-port", str(sse_port)]
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
+        replicas.append((http_port, sse_port, proc))
     tally = Tally()
     try:
-        _wait_health(f"http://127.0.0.1:{http_port}/health", proc)
+        for http_port, _, proc in replicas:
+            _wait_health(f"http://127.0.0.1:{http_port}/health", proc)
         start = anyio.Event()
         started = time.monotonic()
         async with anyio.create_task_group() as tasks:
             for i in range(args.http_clients):
-                tasks.start_soon(http_client, f"http://127.0.0.1:{http_port}/mcp", i, args, start, tally)
+                port = replicas[i % len(replicas)][0]
+                tasks.start_soon(http_client, f"http://127.0.0.1:{port}/mcp", i, args, start, tally)
             for i in range(args.sse_clients):
-                tasks.start_soon(sse_session, f"http://127.0.0.1:{sse_port}/sse", i, args, start, tally)
+                port = replicas[i % len(replicas)][1]
+                tasks.start_soon(sse_session, f"http://127.0.0.1:{port}/sse", i, args, start, tally)
             await anyio.sleep(
                 min(30.0, 2.0 + 0.1 * (args.http_clients + args.sse_clients))
             )  # connect, set up
             start.set()
         elapsed = time.monotonic() - started
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        for _, _, proc in replicas:
+            proc.terminate()
+        for _, _, proc in replicas:
+            proc.wait(timeout=30)
         log.close()
     server_log = (home / "server.log").read_text(encoding="utf-8", errors="replace")
-    with sqlite3.connect(home / "memhub.db") as conn:
-        in_db = {
-            kind: conn.execute("SELECT count(*) FROM items WHERE kind = ?", (kind,)).fetchone()[0]
-            for kind in ("memory", "log")
-        }
+    in_db = count_items(db, ("memory", "log"))
     ops: dict[str, dict[str, Any]] = {}
     for (transport, label), values in sorted(tally.samples.items()):
         ops[f"{transport} {label}"] = {
@@ -180,6 +186,8 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "seconds": args.seconds,
         "think_ms": args.think_ms,
         "embedder": args.embedder,
+        "store": "sqlite" if "://" not in db else db.partition("://")[0],
+        "replicas": args.replicas,
         "wall_s": round(elapsed, 1),
         "ops": ops,
         "errors": len(tally.errors),
@@ -199,11 +207,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--think-ms", type=float, default=1000.0)
     parser.add_argument("--embedder", default="hash")
+    parser.add_argument("--db", default="sqlite", help="sqlite, postgres (a throwaway server) or a store URL")
+    parser.add_argument("--replicas", type=int, default=1, help="memhub serve processes on the one store")
     parser.add_argument("--out", default=str(RESULTS / "load.json"))
     args = parser.parse_args()
     args.seconds = min(args.seconds, 600.0)  # bounded whatever is asked
-    with tempfile.TemporaryDirectory() as tmp:
-        report = anyio.run(run, args, Path(tmp))
+    args.replicas = max(1, min(args.replicas, 8))
+    with tempfile.TemporaryDirectory() as tmp, bench_store(args.db, Path(tmp)) as db:
+        report = anyio.run(run, args, Path(tmp), db)
     print(f"{'operation':<14}{'calls':>8}{'p50 ms':>9}{'p95 ms':>9}{'limit':>8}")
     for name, r in report["ops"].items():
         print(f"{name:<14}{r['calls']:>8}{r['p50_ms']:>9.1f}{r['p95_ms']:>9.1f}{r['limit_ms']:>8}")

@@ -23,7 +23,7 @@ from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
 from memhub.mcp.toolkit import Toolset
 from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, make_embedder, vector_search_for
-from memhub.services.ratelimit import Limit, RateLimiter
+from memhub.services.ratelimit import Limit, RateLimiter, SharedBuckets
 from memhub.services.runtime import Call, Runtime
 from memhub.store.base import FileSize
 from memhub.store.crypto import parse_key
@@ -115,7 +115,7 @@ class Container:
             "write": Limit(settings.rate_limit_ip_write),
             "admin": Limit(settings.rate_limit_ip_admin),
         }
-        ip_limiter = RateLimiter(ip_limits, self.limiter.clock)
+        ip_limiter = RateLimiter(ip_limits, self.limiter.clock, shared=self.limiter.shared, namespace="ip")
         self.sessions = SessionTable(settings.max_sessions, settings.max_sessions_per_principal)
 
         def audit(outcome: str, detail: dict[str, Any]) -> None:
@@ -215,7 +215,8 @@ def build_container(
         "write": Limit(settings.rate_limit_write),
         "admin": Limit(settings.rate_limit_admin),
     }
-    limiter = RateLimiter(limits, lambda: runtime.clock.now().timestamp())
+    shared = runtime.store if isinstance(runtime.store, SharedBuckets) else None  # one bucket per store
+    limiter = RateLimiter(limits, lambda: runtime.clock.now().timestamp(), shared=shared)
     server = build_mcp_server(
         runtime, served, identity, metrics.observe, available=available, limiter=limiter, states=states
     )

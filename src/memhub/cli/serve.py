@@ -7,6 +7,7 @@ import logging
 import ssl
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings
 from memhub.mcp.stdio import serve_stdio
 from memhub.services.backups import DailyBackups
+from memhub.services.readiness import readiness
 from memhub.services.vault.state import VaultState
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,7 @@ def _uvicorn(container: Container, listener: Listener, policy: Any) -> Any:
         container.gauges,
         options=options,
         guard=policy,
+        ready=partial(readiness, container.runtime),
     )
     if "http" in listener.transports:  # the web dashboard at / (http/dashboard/)
         app = with_dashboard(

@@ -54,6 +54,14 @@ class Settings:
             "Embedding backend: auto (best installed), e5+use, e5, use, hash or none (text only).",
         ),
     )
+    vault_lock: str = field(
+        default="auto",
+        metadata=_meta(
+            "MEMHUB_VAULT_LOCK",
+            "How processes sharing the vault take turns writing it: folder (flock on its root),"
+            " file (lockf on its .memhub-lock: NFS, several machines) or auto (folder where it works).",
+        ),
+    )
     toolsets: tuple[str, ...] = field(
         default=(), metadata=_meta("MEMHUB_TOOLSETS", "Comma list of toolsets to serve; default: all.")
     )
@@ -371,6 +379,8 @@ def load_settings(environ: Mapping[str, str], overrides: Mapping[str, object], c
         raise ValueError(f"transport must be a comma list of {', '.join(TRANSPORTS)}")
     if settings.tls_min_version not in ("1.2", "1.3"):
         raise ValueError("tls_min_version must be 1.2 or 1.3")
+    if settings.vault_lock not in ("auto", "folder", "file"):
+        raise ValueError("vault_lock must be auto, folder or file")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise ValueError("TLS needs both tls_cert and tls_key")
     if settings.auth == "jwt" and not (settings.jwt_secret or settings.jwt_public_key or settings.jwt_jwks):

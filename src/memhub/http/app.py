@@ -1,5 +1,9 @@
 """The Starlette apps of the HTTP transports: POST /mcp; GET /sse (+ POST /sse and /messages/);
-GET /health and /metrics on every listener.
+GET /health, /ready and /metrics on every listener.
+
+/health is liveness (the process answers; nothing else is asked). /ready is readiness for a
+load balancer: the store reachable and its migrations applied (services/readiness.py), 200
+or 503.
 
 `build_http_app` builds one listener's app for the transports it serves: one app for both
 (the default, one port) or one per transport (`--http-port`/`--sse-port`). Every app is
@@ -11,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +35,7 @@ from memhub.http.metrics import Gauges, Metrics
 
 log = logging.getLogger(__name__)
 HealthProbe = Callable[[], dict[str, Any]]
+ReadyProbe = Callable[[], Awaitable[tuple[bool, dict[str, Any]]]]
 
 # Host and Origin are checked by the guard for every route, against the configured lists;
 # the SDK transports keep only their Content-Type check.
@@ -119,6 +124,7 @@ def build_http_app(
     *,
     options: HttpOptions | None = None,
     guard: GuardPolicy | None = None,
+    ready: ReadyProbe | None = None,
 ) -> ASGIApp:
     """One listener's app serving `transports` ("http", "sse" or both); the streamable HTTP
     app (when served) owns the session manager's lifespan."""
@@ -130,11 +136,17 @@ def build_http_app(
         body.update(health())
         return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
 
+    async def ready_endpoint(request: Request) -> JSONResponse:
+        ok, details = await ready() if ready is not None else (True, {})
+        body = {"status": "ready" if ok else "not ready", "version": __version__, **details}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
     async def metrics_endpoint(request: Request) -> PlainTextResponse:
         return PlainTextResponse(metrics.render(gauges()), media_type="text/plain; version=0.0.4")
 
     routes: list[BaseRoute] = [
         Route("/health", health_endpoint, methods=["GET"]),
+        Route("/ready", ready_endpoint, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
     ]
     if "sse" in transports:

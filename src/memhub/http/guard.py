@@ -4,7 +4,7 @@ In order: Host allowed (421), Origin allowed (403), a CORS preflight answered (2
 caller authenticated (401 with `WWW-Authenticate`, audited; nothing executed), the body
 bounded (413), rate limits per client IP and per principal by tool class (429 with
 `Retry-After`). Answers carry `X-RateLimit-Limit/Remaining/Reset` whenever a limit applies,
-and CORS headers for an allowed Origin. `/health` stays open.
+and CORS headers for an allowed Origin. `/health` and `/ready` stay open.
 
 The limits are the call pipeline's own `RateLimiter` (services/ratelimit.py): per client IP
 here, per principal in the pipeline; this layer only peeks at the principal's bucket, so a
@@ -32,7 +32,7 @@ from memhub.services.ratelimit import RateLimiter, Verdict
 
 Authenticate = Callable[[Mapping[str, str]], tuple[Principal | None, str]]  # blocking
 Audit = Callable[[str, dict[str, Any]], None]  # (outcome, detail) of a refused request
-OPEN_PATHS = ("/health",)
+OPEN_PATHS = ("/health", "/ready")
 ADMIN_PATHS = ("/metrics",)  # store-wide counts: the admin role only
 STREAMABLE_PATH, SSE_PATH = "/mcp", "/sse"
 INVALID_REQUEST = -32600
@@ -268,7 +268,7 @@ class GuardMiddleware:
         principal = policy.local
         if policy.authenticate is not None:
             ip_key = f"ip:{_client(scope)}"
-            guessing = policy.ip_limiter.peek(ip_key, "read") if policy.ip_limiter else None
+            guessing = await policy.ip_limiter.peek_async(ip_key, "read") if policy.ip_limiter else None
             if guessing is not None and not guessing.allowed:  # refused credentials spend reads
                 return _error(
                     429, "rate_limited", "too many requests", [*cors, *_rate_headers(guessing)]
@@ -276,7 +276,7 @@ class GuardMiddleware:
             principal, reason = await anyio.to_thread.run_sync(policy.authenticate, request_headers)
             if principal is None:
                 if policy.ip_limiter is not None:
-                    policy.ip_limiter.take(ip_key, "read")
+                    await policy.ip_limiter.take_async(ip_key, "read")
                 await anyio.to_thread.run_sync(self._audit, scope, reason)
                 www = b'Bearer realm="memhub"' + (
                     b', error="invalid_token"' if _has_credentials(request_headers) else b""
@@ -294,7 +294,7 @@ class GuardMiddleware:
                 message = f"the request body is larger than {policy.max_body} bytes"
                 return _error(413, "payload_too_large", message, cors), None
             messages = _messages(body)
-        verdict = self._limit(scope, principal, _classes(messages, policy.tool_classes))
+        verdict = await self._limit(scope, principal, _classes(messages, policy.tool_classes))
         headers = [*cors, *_rate_headers(verdict)]
         if verdict is not None and not verdict.allowed:
             wait = max(1, math.ceil(verdict.retry_after_s))
@@ -306,7 +306,7 @@ class GuardMiddleware:
             return _error(403, "forbidden", f"{scope['path']} needs the admin role", headers), None
         return None, Passed(body, headers, principal, messages)
 
-    def _limit(
+    async def _limit(
         self, scope: Scope, principal: Principal | None, classes: Sequence[tuple[str, bool]]
     ) -> Verdict | None:
         """The tightest verdict of the client IP's buckets (spent for every method) and the
@@ -316,10 +316,11 @@ class GuardMiddleware:
         ip = _client(scope)
         for tool_class, piped in classes:
             if policy.ip_limiter is not None:
-                verdicts.append(policy.ip_limiter.take(f"ip:{ip}", tool_class))
+                verdicts.append(await policy.ip_limiter.take_async(f"ip:{ip}", tool_class))
             if policy.principal_limiter is not None and principal is not None:
                 limiter = policy.principal_limiter
-                verdicts.append((limiter.peek if piped else limiter.take)(principal.id, tool_class))
+                ask = limiter.peek_async if piped else limiter.take_async
+                verdicts.append(await ask(principal.id, tool_class))
         limited = [v for v in verdicts if v.limit > 0]
         if not limited:
             return None

@@ -168,10 +168,10 @@ def _payload_size(arguments: Mapping[str, Any]) -> int:
         return math.inf  # type: ignore[return-value]  # not JSON at all: over any limit
 
 
-def _rate_limit(pipeline: Pipeline, principal: Principal, spec: ToolSpec[Any, Any]) -> None:
+async def _rate_limit(pipeline: Pipeline, principal: Principal, spec: ToolSpec[Any, Any]) -> None:
     if pipeline.limiter is None:
         return
-    verdict = pipeline.limiter.take(principal.id, spec.limit_class)
+    verdict = await pipeline.limiter.take_async(principal.id, spec.limit_class)
     if not verdict.allowed:
         wait = max(1, math.ceil(verdict.retry_after_s))
         raise MemhubError(
@@ -235,7 +235,7 @@ async def invoke(
     outcome = "ok"
     try:
         try:
-            _rate_limit(pipeline, principal, spec)
+            await _rate_limit(pipeline, principal, spec)
             if _payload_size(arguments) > spec.max_payload:
                 raise MemhubError(
                     ErrorKind.TOO_LARGE,

@@ -124,7 +124,7 @@ TOOLS = (  # a tuple: each spec keeps its own ToolSpec[In, Out] type for the che
 
 
 def vault_state(settings: Settings) -> VaultState:
-    return VaultState(settings.vault_path, settings.user)
+    return VaultState(settings.vault_path, settings.user, lock_mode=settings.vault_lock)
 
 
 TOOLSET = Toolset("vault", errors.render, TOOLS, state=vault_state)

@@ -9,6 +9,14 @@ in batches off the event loop, and stored one write transaction per batch.
 `notify()` says this process wrote items (call it after inserts and text edits), when another
 process has committed (the store's `data_version`), and every `rescan_seconds` regardless.
 
+Several processes on one store (replicas on PostgreSQL, processes sharing a SQLite file) each
+run a backfill; each missing vector is computed by one of them. Before embedding a batch, a
+backfill claims its items (`vector_claims`, store/sql/claims.py): a lease of `LEASE_S`
+released in the transaction that stores the vectors. Items another process holds are set
+aside and looked at again on every poll: once their vectors are stored they are done; if the
+lease runs out first (that process died), this one claims them. A process that restarts
+scans every id again, so it picks up whatever is missing.
+
 Read your writes: `readiness(timeout)` is what a read that needs vectors calls first. It waits,
 within `timeout` in all, for a model still loading and then for this process's writes to get
 their vectors — but only for a backlog it can clear in the time left (estimated from the
@@ -20,9 +28,12 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import socket
 import time
+import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -46,6 +57,7 @@ _MODEL_ERRORS = (ValueError, RuntimeError, OSError)
 
 FIRST_GUESS_S = 0.05  # seconds per item before any batch was timed (a model on one core)
 RATE_BATCHES = 16  # the indexing rate is measured over this many recent batches
+LEASE_S = 300.0  # how long a claim on a batch of items lasts (embedding it takes seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +76,16 @@ class Readiness:
 @runtime_checkable
 class _Deletions(Protocol):
     def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]: ...
+
+
+@runtime_checkable
+class _Claims(Protocol):
+    """A transaction that can claim items for embedding (store/sql/claims.py)."""
+
+    def claim_vectors(
+        self, embedder: str, ids: Sequence[int], owner: str, *, now: float, lease_s: float
+    ) -> tuple[list[int], list[int]]: ...
+    def release_claims(self, embedder: str, ids: Sequence[int]) -> None: ...
 
 
 class VectorBackfill:
@@ -86,6 +108,8 @@ class VectorBackfill:
         self.embedded = 0  # items embedded since start (a metric)
         self.scans = 0  # missing_vectors calls (a metric)
         self.failed = 0  # texts the model failed on (a metric)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # of claims
+        self.elsewhere: set[int] = set()  # items another process has claimed, not embedded yet
         self._queue: deque[tuple[int, str]] = deque()
         self._more = False
         self._notified = False
@@ -219,7 +243,16 @@ class VectorBackfill:
             limit = max(batch, self.prefetch)
             self._queue.extend(await anyio.to_thread.run_sync(self._missing, limit))
             self._more = len(self._queue) >= limit  # a full fetch: the table may hold more
-        rows = [self._queue.popleft() for _ in range(min(batch, len(self._queue)))]
+        rows: list[tuple[int, str]] = []
+        while self._queue and not rows:  # the next batch this process may embed
+            offered = [self._queue.popleft() for _ in range(min(batch, len(self._queue)))]
+            try:
+                mine, held = await anyio.to_thread.run_sync(self._claim, [item for item, _ in offered])
+            except BaseException:
+                self._queue.extendleft(reversed(offered))  # not lost: offered again next round
+                raise
+            rows = [row for row in offered if row[0] in set(mine)]
+            self.elsewhere.update(held)
         if not rows:
             return 0
         started = time.perf_counter()
@@ -230,9 +263,9 @@ class VectorBackfill:
             raise
         per_item = (time.perf_counter() - started) / len(rows)
         self.seconds_per_item = 0.7 * self.seconds_per_item + 0.3 * per_item
+        stored = await anyio.to_thread.run_sync(self._store_vectors, blobs, [item for item, _ in rows])
         if not blobs:
             return 0
-        stored = await anyio.to_thread.run_sync(self._store_vectors, blobs)
         if self.vectors is not None:
             await anyio.to_thread.run_sync(self.vectors.refresh)
         self.embedded += stored
@@ -278,15 +311,31 @@ class VectorBackfill:
             edited = [i for i in deleted if i <= self._watermark]
             for start in range(0, len(edited), 500):
                 rows += tx.missing_vectors(embedder, limit, ids=edited[start : start + 500])
+            elsewhere = sorted(self.elsewhere)
+            self.elsewhere.clear()  # still missing: queued again below, and claimed again
+            for start in range(0, len(elsewhere), 500):
+                rows += tx.missing_vectors(embedder, len(elsewhere), ids=elsewhere[start : start + 500])
         self._watermark = rows[-1][0] if len(rows) >= limit else max(self._watermark, top)
-        return rows
+        return list({item: (item, text) for item, text in rows}.values())
 
-    def _store_vectors(self, blobs: list[tuple[int, bytes]]) -> int:
-        """Store a batch in one transaction; an item deleted while it was being embedded is
-        skipped by the store (not an error), so the count may be lower than the batch."""
+    def _claim(self, ids: list[int]) -> tuple[list[int], list[int]]:
+        """(the ids this process may embed: claimed now, or already its own; those another
+        process is embedding). Ids given vectors meanwhile are in neither."""
+        with self.store.transaction(write=True) as tx:
+            if not isinstance(tx, _Claims):
+                return ids, []  # a store without claims: nobody to share the work with
+            return tx.claim_vectors(self.embedding.id, ids, self.owner, now=time.time(), lease_s=LEASE_S)
+
+    def _store_vectors(self, blobs: list[tuple[int, bytes]], claimed: Sequence[int] = ()) -> int:
+        """Store a batch in one transaction and release its claims (`claimed`: the batch's
+        items, embedded or failed); an item deleted while it was being embedded is skipped by
+        the store (not an error), so the count may be lower than the batch."""
         embedder_id, dim = self.embedding.id, self.embedding.dim
         with self.store.transaction(write=True) as tx:
-            return sum(tx.put_vector(item_id, embedder_id, blob, dim) for item_id, blob in blobs)
+            stored: int = sum(tx.put_vector(item_id, embedder_id, blob, dim) for item_id, blob in blobs)
+            if isinstance(tx, _Claims):
+                tx.release_claims(embedder_id, claimed or [item for item, _ in blobs])
+            return stored
 
     def _data_version(self) -> int | None:
         return self.store.data_version() if isinstance(self.store, ChangeProbe) else None
@@ -336,7 +385,8 @@ class VectorBackfill:
         while True:
             self._wake = anyio.Event()
             version = await anyio.to_thread.run_sync(self._data_version)
-            changed = self._notified or (version is not None and version != last_version)
+            waiting = bool(self.elsewhere) and not self._queue and not self._more  # on other processes
+            changed = self._notified or waiting or (version is not None and version != last_version)
             if anyio.current_time() - last_full >= full_rescan_seconds:
                 self._watermark = 0  # a safety net: items whose text changed after their id was checked
                 last_full = anyio.current_time()
@@ -357,7 +407,7 @@ class VectorBackfill:
                     return
                 except MemhubError as exc:
                     log.warning("vector backfill failed (%s): %s; retrying", exc.kind, exc.message)
-            if (rescan or done) and not self._queue and not self._more:
+            if (rescan or done) and not self._queue and not self._more and not self.elsewhere:
                 self._mark_settled(self._scan_generation)  # written before the last scan: embedded
             if done and (self._queue or self._more):
                 idle = poll_seconds
@@ -365,7 +415,7 @@ class VectorBackfill:
                 continue
             if not done:
                 self.embedding.trim()  # nothing to index: the indexer's model is not kept
-            wait = poll_seconds if done else idle
-            idle = poll_seconds if done else min(max_poll_seconds, idle * 2)
+            wait = poll_seconds if done or self.elsewhere else idle
+            idle = poll_seconds if done or self.elsewhere else min(max_poll_seconds, idle * 2)
             with anyio.move_on_after(wait):
                 await self._wake.wait()

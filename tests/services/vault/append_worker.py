@@ -1,7 +1,7 @@
 """One process of the two-process vault append race (test_processes.py): a real container with
 its own store, the real in-memory MCP client, `vault_write(mode=append)` N times on one note.
 
-    python -m tests.services.vault.append_worker HOME VAULT NOTE NAME COUNT
+    python -m tests.services.vault.append_worker HOME VAULT NOTE NAME COUNT [LOCK_MODE]
 
 Prints "ready", waits for a line on stdin (so both processes start together), appends
 `- NAME i` for i in 0..COUNT-1 and prints one JSON line: the entries acknowledged and the
@@ -21,10 +21,17 @@ from memhub.cli.container import build_container
 from memhub.core.settings import Settings
 
 
-async def main(home: Path, vault: Path, note: str, name: str, count: int) -> None:
-    container = build_container(
-        Settings(home=home, user="alice", project="demo", embedder="none", vault=vault, toolsets=("vault",))
+async def main(home: Path, vault: Path, note: str, name: str, count: int, lock: str) -> None:
+    settings = Settings(
+        home=home,
+        user="alice",
+        project="demo",
+        embedder="none",
+        vault=vault,
+        toolsets=("vault",),
+        vault_lock=lock,
     )
+    container = build_container(settings)
     acked: list[str] = []
     refused: list[str] = []
     try:
@@ -47,4 +54,4 @@ async def main(home: Path, vault: Path, note: str, name: str, count: int) -> Non
 
 if __name__ == "__main__":
     home, vault, note, name, count = sys.argv[1:6]
-    anyio.run(main, Path(home), Path(vault), note, name, int(count))
+    anyio.run(main, Path(home), Path(vault), note, name, int(count), (sys.argv[6:] or ["auto"])[0])

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.anyio
 APPENDS = int(os.environ.get("MEMHUB_VAULT_RACE_APPENDS", "1000"))
 
 
-def test_two_processes_append_to_one_note_and_lose_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lock", ["auto", "file"])  # file: what NFS and several machines use
+def test_two_processes_append_to_one_note_and_lose_nothing(tmp_path: Path, lock: str) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()
     note = vault / "shared.md"
@@ -42,6 +43,7 @@ def test_two_processes_append_to_one_note_and_lose_nothing(tmp_path: Path) -> No
                 "shared.md",
                 f"p{n}",
                 str(APPENDS),
+                lock,
             ],
             cwd=REPO,
             env=env,
@@ -75,6 +77,7 @@ def test_two_processes_append_to_one_note_and_lose_nothing(tmp_path: Path) -> No
         assert not missing, f"{len(missing)} acknowledged appends lost"
     assert len(lines) == 1 + 2 * APPENDS
     assert not [p.name for p in vault.iterdir() if ".memhub-tmp-" in p.name]
+    assert (vault / ".memhub-lock").exists() == (lock == "file")  # auto: the folder is locked here
 
 
 async def test_serve_sweeps_the_temporary_files_of_killed_writes(tmp_path: Path) -> None:

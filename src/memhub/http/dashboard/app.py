@@ -163,7 +163,7 @@ class Dashboard:
     def _client(self, request: Request) -> str:
         return request.client.host if request.client else "unknown"
 
-    def _limited(self, request: Request, principal: str | None, tool_class: str) -> Verdict | None:
+    async def _limited(self, request: Request, principal: str | None, tool_class: str) -> Verdict | None:
         """Spend one call of `tool_class` from the principal's bucket, and from the client IP's
         for a write or admin form (the guard in front has spent the IP's read already, as it
         does for every request that is not a tool call)."""
@@ -176,7 +176,7 @@ class Dashboard:
         for limiter, key in checks:
             if limiter is None:
                 continue
-            verdict = limiter.take(key, tool_class)
+            verdict = await limiter.take_async(key, tool_class)
             if not verdict.allowed and (refused is None or verdict.retry_after_s > refused.retry_after_s):
                 refused = verdict
         return refused
@@ -241,7 +241,7 @@ class Dashboard:
                     return self._error(
                         request, session, 403, "Refused", "this form has expired; reload the page"
                     )
-            verdict = self._limited(request, principal.id, tool_class)
+            verdict = await self._limited(request, principal.id, tool_class)
             if verdict is not None:
                 return self._too_many(request, verdict, session)
             is_admin = principal.role == GlobalRole.ADMIN

@@ -20,8 +20,11 @@ log = logging.getLogger("memhub.vault")
 
 
 class VaultState:
-    def __init__(self, root: Path, owner: str, interval_s: float = SYNC_INTERVAL_S) -> None:
+    def __init__(
+        self, root: Path, owner: str, interval_s: float = SYNC_INTERVAL_S, lock_mode: str = "auto"
+    ) -> None:
         self.vault = Vault(root, owner)
+        self.lock_mode = lock_mode  # files.vault_lock: "auto", "folder" or "file"
         self.cache = NoteCache()
         self.index = NoteIndex()
         self.interval_s = interval_s  # how long one walk of the vault answers find, search, sync
@@ -36,13 +39,13 @@ class VaultState:
     def writing(self) -> Iterator[None]:
         """memhub's own writes to the vault, one at a time: across this process's threads and
         across every process serving the same vault (files.vault_lock)."""
-        with self._write_lock, vault_lock(self.vault.root):
+        with self._write_lock, vault_lock(self.vault.root, mode=self.lock_mode):
             yield
 
     def sweep(self) -> int:
         """At start: delete the temporary files of writes that were killed (files.sweep_temp_files)."""
         with self._write_lock:
-            removed = sweep_temp_files(self.vault.root)
+            removed = sweep_temp_files(self.vault.root, lock_mode=self.lock_mode)
         if removed:
             log.info("removed %d temporary file(s) left by interrupted vault writes", removed)
         return removed

@@ -30,6 +30,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.base import EventRow, VectorChange
+from memhub.store.postgres.buckets import BucketsMixin
 from memhub.store.postgres.tx import PostgresTx
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
-class PostgresStore:
+class PostgresStore(BucketsMixin):
     backend = "postgresql"
 
     def __init__(

@@ -26,6 +26,7 @@ from memhub.store.postgres.pce import PceMixin
 from memhub.store.postgres.people import PeopleMixin
 from memhub.store.sql import POSTGRESQL, item_where, visible
 from memhub.store.sql.budget import bounded
+from memhub.store.sql.claims import ClaimsMixin
 from memhub.store.sql.events import events_page, events_page_queries
 from memhub.store.sql.rowmap import item_from_row
 
@@ -44,7 +45,9 @@ def _chunks(ids: Sequence[int]) -> list[list[int]]:
     return [list(ids[start : start + ID_CHUNK]) for start in range(0, len(ids), ID_CHUNK)]
 
 
-class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
+class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
+    dialect = POSTGRESQL
+
     def __init__(self, conn: Connection[DictRow], now: str, *, write: bool, hnsw: set[int]) -> None:
         self.conn = conn
         self.now = now

@@ -32,6 +32,7 @@ from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.base import EventRow, Tx, VectorChange
 from memhub.store.crypto import PREFIX, ContentCipher
 from memhub.store.sqlite import doctor, encryption, sealing
+from memhub.store.sqlite.buckets import BucketFile, BucketsMixin
 from memhub.store.sqlite.tx import SqliteTx
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ def _statements(script: str) -> Iterator[str]:
         yield buffer
 
 
-class SqliteStore:
+class SqliteStore(BucketsMixin):
     backend = "sqlite"
 
     def __init__(
@@ -108,6 +109,7 @@ class SqliteStore:
         (`PRAGMA integrity_check`, ~0.2 s per 250 MB). A file SQLite cannot open, or without
         memhub's tables, is refused in any case: a one-line MemhubError, never a traceback."""
         self.path = Path(path)
+        self._bucket_file = BucketFile(self.path)  # shared rate limits (opened when first used)
         self._keys = list(keys)
         self.cipher = ContentCipher(self._keys) if self._keys else None
         self.location = str(self.path)
@@ -400,6 +402,7 @@ class SqliteStore:
                 conn.close()
             self._readers.clear()
             self._conn.close()
+        self._close_buckets()
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from memhub.store.base import (
 )
 from memhub.store.crypto import ContentCipher
 from memhub.store.sql import SQLITE, item_where, visible
+from memhub.store.sql.claims import ClaimsMixin
 from memhub.store.sql.events import events_page, events_page_queries
 from memhub.store.sql.rowmap import item_from_row
 from memhub.store.sqlite.fts import (
@@ -51,7 +52,9 @@ _ITEM_COLUMNS = (
 )
 
 
-class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin):
+class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
+    dialect = SQLITE
+
     def __init__(
         self, conn: sqlite3.Connection, now: str, *, write: bool = True, cipher: ContentCipher | None = None
     ) -> None:

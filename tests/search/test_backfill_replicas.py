@@ -1,0 +1,96 @@
+"""Several processes on one store each run a vector backfill (replicas on PostgreSQL, processes
+sharing a SQLite file): every missing vector is computed once, by one of them, and a claim
+left by a process that died is taken over when its lease runs out. Each `Store` object opened
+on the database stands for another process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from functools import partial
+
+import anyio
+import pytest
+from tests.search.conftest import AddItem
+
+from memhub.search import EmbeddingService, HashingEmbedder, VectorBackfill
+from memhub.search.embedders.base import Matrix
+from memhub.store.base import Store
+from memhub.store.open import open_store
+
+pytestmark = pytest.mark.anyio
+
+
+class CountingEmbedder(HashingEmbedder):
+    """Counts every text it embeds, in a tally shared by the "processes" of a test."""
+
+    def __init__(self, tally: Counter[str], lock: threading.Lock) -> None:
+        super().__init__(passage_seconds=0.002)
+        self.tally, self.lock = tally, lock
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        with self.lock:
+            self.tally.update(texts)
+        return super().embed_passages(texts)
+
+
+def _with_vectors(store: Store, embedder_id: str) -> int:
+    _, changes = store.vector_changes(embedder_id, 0)
+    return sum(1 for change in changes if change.vec is not None)
+
+
+async def _until(condition: partial[bool], seconds: float = 20.0) -> None:
+    with anyio.fail_after(seconds):
+        while not await anyio.to_thread.run_sync(condition):
+            await anyio.sleep(0.05)
+
+
+async def test_two_processes_embed_each_missing_vector_once(
+    db_url: str, store: Store, add_item: AddItem
+) -> None:
+    tally: Counter[str] = Counter()
+    lock = threading.Lock()
+    other = open_store(db_url)
+    backfills = [
+        VectorBackfill(s, EmbeddingService(CountingEmbedder(tally, lock)), prefetch=16)
+        for s in (store, other)
+    ]
+    embedder_id = backfills[0].embedding.id
+    try:
+        async with anyio.create_task_group() as group:
+            for backfill in backfills:
+                group.start_soon(partial(backfill.run_forever, 0.02, max_poll_seconds=0.1, batch=4))
+            for i in range(120):
+                add_item(f"memory number {i} about replicas")
+                if i % 10 == 0:
+                    for backfill in backfills:
+                        backfill.notify()
+                    await anyio.sleep(0)
+            for backfill in backfills:
+                backfill.notify()
+            await _until(partial(lambda: _with_vectors(store, embedder_id) == 120))
+            group.cancel_scope.cancel()
+    finally:
+        other.close()
+    assert len(tally) == 120 and max(tally.values()) == 1  # each text embedded once, by one process
+    assert sum(b.embedded for b in backfills) == 120
+
+
+async def test_a_dead_process_claim_is_taken_over_when_its_lease_ends(
+    store: Store, add_item: AddItem
+) -> None:
+    ids = [add_item(f"note {i}") for i in range(3)]
+    backfill = VectorBackfill(store, EmbeddingService(HashingEmbedder()))
+    embedder_id = backfill.embedding.id
+    with store.transaction(write=True) as tx:  # a process claimed two items, then died
+        claimed = tx.claim_vectors(embedder_id, ids[:2], "dead", now=time.time(), lease_s=1.0)  # type: ignore[attr-defined]
+        assert claimed == (ids[:2], [])
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(backfill.run_forever, 0.02, max_poll_seconds=0.1))
+        await _until(partial(lambda: _with_vectors(store, embedder_id) >= 1))
+        assert _with_vectors(store, embedder_id) == 1 and backfill.elsewhere == set(ids[:2])
+        await _until(partial(lambda: _with_vectors(store, embedder_id) == 3), seconds=10.0)
+        group.cancel_scope.cancel()
+    assert backfill.embedded == 3 and not backfill.elsewhere
