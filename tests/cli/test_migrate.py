@@ -206,8 +206,10 @@ async def test_all_or_nothing(tmp_path: Path, postgres: Backend) -> None:
     replaced = memhub(home, source, "migrate", "--to", target, "--replace")  # emptied, then fails
     assert replaced.returncode == 1 and counts(postgres, target) == first  # still the first copy
     SQLITE.execute(source, "DELETE FROM pce_feedback WHERE claim_id = 999999")
-    assert memhub(home, source, "migrate", "--to", target, "--replace").returncode == 0
-    assert counts(postgres, target) == first
+    elsewhere = memhub(home, str(tmp_path / "unused.db"), "migrate", "--from", f"sqlite:///{source}",
+                       "--to", target, "--replace")  # fmt: skip
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert counts(postgres, target) == first and not (tmp_path / "unused.db").exists()
 
 
 async def test_an_encrypted_store_is_decrypted_while_copied(tmp_path: Path, postgres: Backend) -> None:

@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from memhub.audit.chain import verify_chain
 from memhub.cli.container import encryption_keys
 from memhub.cli.progress import ProgressBar
 from memhub.core.errors import ErrorKind, MemhubError
@@ -83,7 +84,14 @@ def _copy(settings: Settings, source: Store, args: argparse.Namespace) -> int:
 
     bar = ProgressBar("migrate")
     try:
-        outcome = migrate(source, target, replace=args.replace, progress=bar.update, audit=audit)
+        outcome = migrate(
+            source,
+            target,
+            check_chain=lambda events: verify_chain(events).problems,
+            replace=args.replace,
+            progress=bar.update,
+            audit=audit,
+        )
     except MemhubError as exc:
         return _fail(exc.message, 2 if exc.kind is ErrorKind.INVALID else 1)
     finally:

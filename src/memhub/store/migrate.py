@@ -15,14 +15,13 @@ the same columns).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from memhub.audit.chain import verify_chain
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.core.models import Boundary, Viewer
 from memhub.core.text import search_terms
-from memhub.store.base import Store, Tx
+from memhub.store.base import EventRow, Store, Tx
 from memhub.store.postgres.database import PostgresStore
 from memhub.store.postgres.load import PostgresTarget, filling
 from memhub.store.sqlite.database import SqliteStore
@@ -55,6 +54,7 @@ SEARCH_LIMIT = 200
 ALL_CLASSES = frozenset(b.value for b in Boundary)
 
 Progress = Callable[[int, int, str], None]
+ChainCheck = Callable[[Iterable[EventRow]], list[str]]  # the audit chain's problems (audit/chain.py)
 
 
 @dataclass
@@ -69,11 +69,13 @@ def migrate(
     source: Store,
     target: Store,
     *,
+    check_chain: ChainCheck,
     replace: bool = False,
     progress: Progress | None = None,
     audit: Callable[[Tx, Outcome], object] | None = None,
 ) -> Outcome:
-    """Copy `source` (SQLite) into `target` (PostgreSQL) and verify the copy, all or nothing;
+    """Copy `source` (SQLite) into `target` (PostgreSQL) and verify the copy, all or nothing
+    (`check_chain`: the audit layer's verification, given the target's events);
     `audit(tx, outcome)` then runs in the target's transaction (its event follows the copied
     chain).
     Raises MemhubError (INVALID: what the user must change; STORAGE: the copy failed or did
@@ -106,13 +108,15 @@ def migrate(
         report(done, total, "text index")
         dst.tx.reindex_text()
         report(done, total, "verifying")
-        outcome.events, outcome.searches = _verify(src, dst, counts)
+        outcome.events, outcome.searches = _verify(src, dst, counts, check_chain)
         if audit is not None:
             audit(dst.tx, outcome)
     return outcome
 
 
-def _verify(src: SqliteSource, dst: PostgresTarget, counts: dict[str, int]) -> tuple[int, int]:
+def _verify(
+    src: SqliteSource, dst: PostgresTarget, counts: dict[str, int], check_chain: ChainCheck
+) -> tuple[int, int]:
     """Raise MemhubError(STORAGE) naming the first difference (the caller rolls back)."""
     found = {name: dst.count(name) for name in counts}
     differ = [f"{name} {n} -> {found[name]}" for name, n in counts.items() if found[name] != n]
@@ -120,12 +124,12 @@ def _verify(src: SqliteSource, dst: PostgresTarget, counts: dict[str, int]) -> t
         raise _unverified(f"row counts differ: {', '.join(differ)}")
     if (indexed := dst.count("items_fts")) != counts["items"]:
         raise _unverified(f"the text index holds {indexed} rows for {counts['items']} items")
-    chain = verify_chain(dst.events())
-    if not chain.ok:
-        raise _unverified(f"the audit chain does not verify on the target: {chain.problems[0]}")
-    if chain.events and src.last_hash() != dst.last_hash():
+    problems = check_chain(dst.events())
+    if problems:
+        raise _unverified(f"the audit chain does not verify on the target: {problems[0]}")
+    if src.last_hash() != dst.last_hash():
         raise _unverified("the audit chain on the target does not end on the source's last event")
-    return chain.events, _compare_searches(src, dst)
+    return counts["events"], _compare_searches(src, dst)
 
 
 def _compare_searches(src: SqliteSource, dst: PostgresTarget) -> int:
