@@ -23,7 +23,7 @@ from memhub.cli.serve import serve
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
 from memhub.search.embedders import EMBEDDER_NAMES, available_embedders
-from memhub.store.base import Checks
+from memhub.store.base import Checks, Store
 from memhub.store.sqlite.database import memhub_tables
 from memhub.store.sqlite.doctor import Diagnosis, diagnose
 
@@ -168,8 +168,7 @@ def _doctor(settings: Settings) -> int:
         store = container.runtime.store
         problems = [*damage, *(store.integrity_check() if isinstance(store, Checks) else [])]
         report = verify_chain(store.iter_events())
-        with store.transaction(write=False) as tx:
-            rows = tx.table_counts()
+        rows = _row_counts(store)
     finally:
         container.close()
     print(f"database: {store.location}")
@@ -178,11 +177,20 @@ def _doctor(settings: Settings) -> int:
         print(f"  {problem}")
     for note in notes:
         print(f"  note: {note}")
-    print("rows: " + ", ".join(f"{table} {n}" for table, n in rows.items()))
+    print("rows: " + (", ".join(f"{table} {n}" for table, n in rows.items()) if rows else "not counted"))
     print(f"audit chain: {report.events} events, {'ok' if report.ok else 'BROKEN'}")
     for problem in report.problems[:50]:
         print(f"  {problem}")
     return 0 if report.ok and not problems else 1
+
+
+def _row_counts(store: Store) -> dict[str, int]:
+    """Rows per table (empty: the store could not count them; its damage is reported above)."""
+    try:
+        with store.transaction(write=False) as tx:
+            return tx.table_counts()
+    except MemhubError:
+        return {}
 
 
 def _apikey(container: Container, args: argparse.Namespace) -> int:
