@@ -190,7 +190,7 @@ async def test_all_or_nothing(tmp_path: Path, postgres: Backend) -> None:
     failed = memhub(home, source, "migrate", "--to", target)
     assert failed.returncode == 1
     assert failed.stderr.strip().endswith(
-        "copying pce_feedback failed (ForeignKeyViolation on pce_feedback_claim_id_fkey)"
+        "copying pce_feedback failed (ForeignKeyViolation on pce_feedback_claim_id_fkey); nothing was written"
     )
     assert "Traceback" not in failed.stderr
     assert set(counts(postgres, target).values()) == {0}

@@ -94,6 +94,8 @@ def _copy(settings: Settings, source: Store, args: argparse.Namespace) -> int:
         )
     except MemhubError as exc:
         return _fail(exc.message, 2 if exc.kind is ErrorKind.INVALID else 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted; nothing was written", 130)
     finally:
         bar.close()
         target.close()

@@ -112,4 +112,4 @@ def _failing(doing: str) -> Iterator[None]:
     except psycopg.Error as exc:
         constraint = getattr(exc.diag, "constraint_name", None)
         reason = type(exc).__name__ + (f" on {constraint}" if constraint else "")
-        raise MemhubError(ErrorKind.STORAGE, f"{doing} failed ({reason})") from None
+        raise MemhubError(ErrorKind.STORAGE, f"{doing} failed ({reason}); nothing was written") from None
