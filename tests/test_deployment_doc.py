@@ -1,7 +1,7 @@
 """docs/deployment.md's commands run as written: every ```sh block, in order, in one shell
 (`set -e`), with `MEMHUB_DB` set to a fresh database of the backend under test and the ports
 8101/8102 changed to free ones. A block after `<!-- test: postgresql -->` runs on PostgreSQL
-only (pg_dump); background servers it starts are stopped at the end."""
+only (pg_dump, migrate); background servers it starts are stopped at the end."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ def test_the_deployment_commands_run(tmp_path: Path, backend: Backend) -> None:
     if backend.name == "postgresql":
         env["PATH"] = _pg_bin() + os.pathsep + env["PATH"]
         env["RESTORE_DB"] = _empty_database(backend, url, f"restored_{os.getpid()}_{free_port()}")
+        env["MIGRATE_DB"] = _empty_database(backend, url, f"migrated_{os.getpid()}_{free_port()}")
     with (tmp_path / "out.txt").open("w") as stdout, (tmp_path / "err.txt").open("w") as stderr:
         shell = subprocess.Popen(
             ["bash", "-euo", "pipefail", "-c", script],
@@ -76,5 +77,7 @@ def test_the_deployment_commands_run(tmp_path: Path, backend: Backend) -> None:
     assert shell.returncode == 0, out + err
     assert out.count('"status":"ready"') >= 3  # both replicas, then again after the upgrade step
     assert '"schema_version"' in out and re.search(r"\b200\n", out)  # /metrics answers the admin's key
-    assert out.count("integrity: ok") == (2 if backend.name == "postgresql" else 1)
+    assert out.count("integrity: ok") == (3 if backend.name == "postgresql" else 1)
+    if backend.name == "postgresql":
+        assert "verified: row counts equal, audit chain ok" in out
     assert "BROKEN" not in out and "FAILED" not in out

@@ -15,6 +15,7 @@ from memhub import __version__
 from memhub.audit.chain import verify_chain
 from memhub.auth.identity import ensure_key_holder, key_hash, new_key
 from memhub.cli import decisions as cli_decisions
+from memhub.cli import migrate as cli_migrate
 from memhub.cli import ops as cli_ops
 from memhub.cli import policy as cli_policy
 from memhub.cli.container import Container, build_container
@@ -22,7 +23,7 @@ from memhub.cli.serve import serve
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings, load_settings
 from memhub.search.embedders import EMBEDDER_NAMES, available_embedders
-from memhub.store.base import Checks
+from memhub.store.base import Checks, Store
 from memhub.store.sqlite.database import memhub_tables
 from memhub.store.sqlite.doctor import Diagnosis, diagnose
 
@@ -36,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memhub", description="Local-first MCP memory server.")
     parser.add_argument("--version", action="version", version=f"memhub {__version__}")
     parser.add_argument("--home", help="data directory (env MEMHUB_HOME)")
-    parser.add_argument("--db", help="SQLite database file (env MEMHUB_DB)")
+    parser.add_argument("--db", help="the store: a SQLite file or postgresql://… (env MEMHUB_DB)")
     parser.add_argument("--vault", help="folder of Markdown notes (env MEMHUB_VAULT)")
     parser.add_argument("--user", help="local user name (env MEMHUB_USER)")
     parser.add_argument("--project", help="current project name (env MEMHUB_PROJECT)")
@@ -83,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_ops.add_parsers(commands)
     cli_decisions.add_parsers(commands)
     cli_policy.add_parser(commands)
+    cli_migrate.add_parser(commands)
     return parser
 
 
@@ -142,7 +144,9 @@ def _diagnosis(settings: Settings) -> Diagnosis:
 def _doctor(settings: Settings) -> int:
     """Name what is wrong: the file (header, WAL, SQLite's integrity check, memhub's tables and
     invariants) read-only first; only a file SQLite reads whole is then opened as a store for
-    the text index check and the audit chain. Exit 1 on any damage, never a traceback."""
+    the text index check, the row counts and the audit chain. On PostgreSQL (no file): the
+    store's own checks, the row counts and the audit chain. Exit 1 on any damage, never a
+    traceback."""
     found = _diagnosis(settings)
     damage = [f"{f.area}: {f.text}" for f in found.findings if f.damage]
     notes = [f"{f.area}: {f.text}" for f in found.findings if not f.damage]
@@ -164,6 +168,7 @@ def _doctor(settings: Settings) -> int:
         store = container.runtime.store
         problems = [*damage, *(store.integrity_check() if isinstance(store, Checks) else [])]
         report = verify_chain(store.iter_events())
+        rows = _row_counts(store)
     finally:
         container.close()
     print(f"database: {store.location}")
@@ -172,10 +177,20 @@ def _doctor(settings: Settings) -> int:
         print(f"  {problem}")
     for note in notes:
         print(f"  note: {note}")
+    print("rows: " + (", ".join(f"{table} {n}" for table, n in rows.items()) if rows else "not counted"))
     print(f"audit chain: {report.events} events, {'ok' if report.ok else 'BROKEN'}")
     for problem in report.problems[:50]:
         print(f"  {problem}")
     return 0 if report.ok and not problems else 1
+
+
+def _row_counts(store: Store) -> dict[str, int]:
+    """Rows per table (empty: the store could not count them; its damage is reported above)."""
+    try:
+        with store.transaction(write=False) as tx:
+            return tx.table_counts()
+    except MemhubError:
+        return {}
 
 
 def _apikey(container: Container, args: argparse.Namespace) -> int:
@@ -219,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "doctor":
         return _doctor(settings)
+    if args.command == "migrate":
+        return cli_migrate.run(settings, args)
     try:
         container = build_container(settings, check_store=args.command == "serve")
     except (MemhubError, ValueError) as exc:

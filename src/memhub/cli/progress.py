@@ -25,6 +25,10 @@ class ProgressBar:
         self._drawn = False
 
     async def __call__(self, done: float, total: float | None, message: str | None = None) -> None:
+        self.update(done, total, message)
+
+    def update(self, done: float, total: float | None, message: str | None = None) -> None:
+        """Redraw (what `__call__` does, for synchronous work)."""
         now = time.monotonic()
         if not self.tty and now - self._last < self.every_s and (total is None or done < total):
             return

@@ -102,6 +102,24 @@ def _open(name: str, text: str, cipher: ContentCipher | None) -> str:
     return cipher.decrypt(text.strip(), "proposal") or ""
 
 
+def unseal_files(folder: Path, cipher: ContentCipher) -> int:
+    """Rewrite the sealed proposals of `folder` in clear (`memhub migrate` to a store without
+    encryption, which reads only clear files), keeping each file's time so its review window
+    does not start again. Returns the number rewritten."""
+    done = 0
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        if path.is_symlink() or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        if not text.startswith(PREFIX):
+            continue
+        times = path.stat()
+        path.write_text(_open(path.name, text, cipher), encoding="utf-8")
+        os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
+        done += 1
+    return done
+
+
 def check_name(proposal_id: str) -> str:
     """A proposal is named by its file name: no directory, no hidden file, a `.md` file."""
     name = proposal_id.strip()
