@@ -28,8 +28,8 @@ from memhub.search.embedders.base import EmbedderUnavailable, Matrix
 from memhub.search.embedding import EmbeddingService
 from memhub.search.explain import Explanation
 from memhub.search.fusion import FUSION_METHODS, FusedHit, FusionMethod, fuse_hits
-from memhub.search.vector_search import VectorSearch
-from memhub.store.base import Store
+from memhub.search.vector_search import VectorSearch, VisibleTo
+from memhub.store.base import Store, Visibility
 
 log = logging.getLogger(__name__)
 
@@ -246,17 +246,21 @@ class SearchEngine:
         explain: Explanation | None = None,
     ) -> list[tuple[int, float]]:
         index.refresh()
+        if explain is None:  # the rule itself: a search in the database applies it in its query
+            rule = Visibility(viewer, kinds, project_id)
+            return index.search(query_vec, limit, VisibleTo(self.store, rule))
+
+        # with `explain`, candidates pass through here so that hidden ones are counted: nearest
+        # neighbours a boundary class removed, counts only, within what the viewer may otherwise
+        # read: items of other principals are never counted (a count of them would tell a
+        # caller what others keep near its query)
+        hidden = explain.hidden
 
         def allowed(ids: list[int]) -> set[int]:
             with self.store.transaction(write=False) as tx:
                 passed = tx.visible_ids(viewer, ids, kinds, project_id)
-                if explain is not None:
-                    # nearest neighbours a boundary class removed, counts only, within what the
-                    # viewer may otherwise read: items of other principals are never counted (a
-                    # count of them would tell a caller what others keep near its query)
-                    wider = tx.visible_ids(_every_class(viewer), ids, kinds, project_id)
-                    hidden = explain.hidden
-                    hidden["vector_by_boundary"] = hidden.get("vector_by_boundary", 0) + len(wider - passed)
+                wider = tx.visible_ids(_every_class(viewer), ids, kinds, project_id)
+                hidden["vector_by_boundary"] = hidden.get("vector_by_boundary", 0) + len(wider - passed)
                 return passed
 
         return index.search(query_vec, limit, allowed)
