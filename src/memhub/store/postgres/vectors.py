@@ -12,8 +12,9 @@ by id). Should the walk still end short of `k` (a viewer who may read only a sli
 store), the same query runs once more without the index, exactly: the planner then starts
 from the viewer's items, which are few.
 
-`EF_SEARCH`: the candidate list of one walk, at least `k`; chosen by bench/pgvector_recall.py
-(recall@10 >= 0.98 at 100k, docs/benchmarks.md).
+`EF_SEARCH`: the candidate list of one walk (at least `k`), chosen by bench/pgvector_recall.py
+at 100k vectors with the index's default build (m 16, ef_construction 64): recall@10 0.99 at
+384 and 896 dimensions where 100 gave 0.98 and 40 0.93 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from psycopg.rows import DictRow
 from memhub.store.base import ItemQuery, Visibility
 from memhub.store.sql import POSTGRESQL, item_where
 
-EF_SEARCH = 100  # hnsw.ef_search for k <= EF_SEARCH; k itself above (pgvector's ceiling: 1000)
+EF_SEARCH = 200  # hnsw.ef_search for k <= EF_SEARCH; k itself above (pgvector's ceiling: 1000)
 MAX_EF_SEARCH = 1000
 MAX_INDEXED_DIM = 2_000  # pgvector's HNSW ceiling for `vector`; larger ones are scanned exactly
 
