@@ -13,7 +13,7 @@ import pytest
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.open import open_store
 from memhub.store.postgres import text
-from memhub.store.postgres.database import redacted
+from memhub.store.postgres.database import _migrations, redacted
 from tests.store.backends import Backend, selected
 from tests.store.contract import TickClock
 
@@ -76,8 +76,12 @@ def test_replicas_opening_a_fresh_database_together_migrate_it_once(tmp_path: Pa
         thread.join(60)
     try:
         assert not failed and len(opened) == 4
-        assert backend.rows(url, "SELECT version FROM schema_migrations") == [(1,)]
-        assert {store.schema_version() for store in opened} == {1}
+        versions = [version for version, _, _ in _migrations()]  # every migration, applied once
+        assert versions[0] == 1 and 4 in versions
+        assert backend.rows(url, "SELECT version FROM schema_migrations ORDER BY version") == [
+            (v,) for v in versions
+        ]
+        assert {store.schema_version() for store in opened} == {versions[-1]}
     finally:
         for store in opened:
             store.close()
