@@ -13,8 +13,8 @@ store), the same query runs once more without the index, exactly: the planner th
 from the viewer's items, which are few.
 
 `EF_SEARCH`: the candidate list of one walk (at least `k`), chosen by bench/pgvector_recall.py
-at 100k vectors with the index's default build (m 16, ef_construction 64): recall@10 0.99 at
-384 and 896 dimensions where 100 gave 0.98 and 40 0.93 (docs/benchmarks.md).
+at 100k vectors with the index's default build (m 16, ef_construction 64): recall@10 0.99 or
+more at 384 and 896 dimensions, where 100 gave 0.96-0.99 and 40 0.92-0.95 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
