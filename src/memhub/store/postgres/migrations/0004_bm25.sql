@@ -15,16 +15,33 @@ CREATE TABLE items_fts_stats (
 );
 INSERT INTO items_fts_stats(id, rows, tokens) SELECT 1, count(*), coalesce(sum(tokens), 0) FROM items_fts;
 
-CREATE FUNCTION memhub_items_fts_stats() RETURNS trigger LANGUAGE plpgsql AS $$
+-- once per statement, from its transition tables: a bulk insert (a reindex) updates the one
+-- row once, not once per row
+CREATE FUNCTION memhub_items_fts_stats_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        UPDATE items_fts_stats SET rows = rows - 1, tokens = tokens - OLD.tokens WHERE id = 1;
-    END IF;
-    IF TG_OP IN ('UPDATE', 'INSERT') THEN
-        UPDATE items_fts_stats SET rows = rows + 1, tokens = tokens + NEW.tokens WHERE id = 1;
-    END IF;
+    UPDATE items_fts_stats SET rows = rows + d.n, tokens = tokens + d.t
+        FROM (SELECT count(*) AS n, coalesce(sum(tokens), 0) AS t FROM added) d WHERE id = 1;
     RETURN NULL;
 END;
 $$;
-CREATE TRIGGER items_fts_stats AFTER INSERT OR UPDATE OR DELETE ON items_fts
-    FOR EACH ROW EXECUTE FUNCTION memhub_items_fts_stats();
+CREATE FUNCTION memhub_items_fts_stats_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE items_fts_stats SET rows = rows - d.n, tokens = tokens - d.t
+        FROM (SELECT count(*) AS n, coalesce(sum(tokens), 0) AS t FROM removed) d WHERE id = 1;
+    RETURN NULL;
+END;
+$$;
+CREATE FUNCTION memhub_items_fts_stats_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE items_fts_stats SET tokens = tokens - (SELECT coalesce(sum(tokens), 0) FROM removed)
+        + (SELECT coalesce(sum(tokens), 0) FROM added) WHERE id = 1;
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER items_fts_stats_insert AFTER INSERT ON items_fts REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION memhub_items_fts_stats_added();
+CREATE TRIGGER items_fts_stats_delete AFTER DELETE ON items_fts REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION memhub_items_fts_stats_removed();
+CREATE TRIGGER items_fts_stats_update AFTER UPDATE ON items_fts
+    REFERENCING OLD TABLE AS removed NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION memhub_items_fts_stats_changed();
