@@ -73,5 +73,8 @@ def term(plain: str) -> Term | None:
 
 
 def any_of(queries: Sequence[str]) -> str:
-    """The tsquery matching any of `queries`."""
+    """The tsquery matching any of `queries` (one of them: itself, so its match count, taken
+    once by the ranking budget, is found again by BM25's document frequencies)."""
+    if len(queries) == 1:
+        return queries[0]
     return " | ".join(f"({q})" for q in queries)
