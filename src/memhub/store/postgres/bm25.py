@@ -72,24 +72,46 @@ def ranked(
     else:
         kept = "ts_filter(setweight(f.text, 'A', %s::text[]), '{a}')"
         args = [exact]
+    words: dict[str, list[int]] = {}  # lexeme -> the one-lexeme terms it is
+    others = []  # phrases and prefixes: counted from positions
+    for index, term in enumerate(terms):
+        if term.prefix or len(term.lexemes) > 1:
+            others.append((index, term))
+        else:
+            words.setdefault(term.lexemes[0], []).append(index)
+    positions = ", u.positions" if others else ""
     rows = conn.execute(
-        f"SELECT f.item_id, f.tokens, u.lexeme, u.positions FROM items_fts f, unnest({kept}) u"
-        " WHERE f.text @@ %s::tsquery AND f.item_id >= %s",
+        f"SELECT f.item_id, f.tokens, u.lexeme, array_length(u.positions, 1) AS n{positions}"
+        f" FROM items_fts f, unnest({kept}) u WHERE f.text @@ %s::tsquery AND f.item_id >= %s",
         [*args, expr, min_id],
     ).fetchall()
-    docs: dict[int, tuple[int, dict[str, list[int]]]] = {}
+    lengths: dict[int, int] = {}
+    tfs: dict[int, dict[int, int]] = {}  # item -> term index -> tf (terms it holds only)
+    held: dict[int, dict[str, list[int]]] = {}
     for r in rows:
-        docs.setdefault(int(r["item_id"]), (int(r["tokens"]), {}))[1][r["lexeme"]] = list(r["positions"])
-    tfs = {item_id: [term.tf(positions) for term in terms] for item_id, (_, positions) in docs.items()}
+        item_id = int(r["item_id"])
+        if item_id not in lengths:
+            lengths[item_id], tfs[item_id] = int(r["tokens"]), {}
+        for index in words.get(r["lexeme"], ()):
+            tfs[item_id][index] = int(r["n"])
+        if others:
+            held.setdefault(item_id, {})[r["lexeme"]] = list(r["positions"])
+    for index, term in others:
+        for item_id, at in held.items():
+            if tf := term.tf(at):
+                tfs[item_id][index] = tf
     if min_id == 0:  # every match is a candidate: count them here
-        matches = [sum(1 for counts in tfs.values() if counts[i] > 0) for i in range(len(terms))]
+        matches = [0] * len(terms)
+        for counts in tfs.values():
+            for index in counts:
+                matches[index] += 1
     else:
         matches = [count(term.query) for term in terms]
     idf = [max(MIN_IDF, math.log((total - n + 0.5) / (n + 0.5))) for n in matches]
     scored = []
     for item_id, counts in tfs.items():
-        norm = K1 * (1 - B + B * docs[item_id][0] / avgdl)
-        score = sum(w * tf * (K1 + 1) / (tf + norm) for w, tf in zip(idf, counts, strict=True) if tf)
+        norm = K1 * (1 - B + B * lengths[item_id] / avgdl)
+        score = sum(idf[index] * tf * (K1 + 1) / (tf + norm) for index, tf in counts.items())
         if score > 0:
             scored.append((item_id, score))
     scored.sort(key=lambda hit: (-hit[1], hit[0]))
