@@ -33,6 +33,10 @@ What it does (see bench/quality/README.md for what the numbers mean):
    the same search returns when the caller leaves `threshold` at its default (0.7): the
    production order of the candidates whose calibrated similarity reaches it.
 
+`--backend postgresql` stores everything in a throwaway embedded PostgreSQL 18 + pgvector
+(bench/pg.py: keyword search by the tsvector ranking, vectors by pgvector's HNSW index) instead
+of a SQLite file; `--db URL` names an existing, empty database instead.
+
 `--limit-conversations N` keeps the first N LoCoMo conversations (a smoke run); `--details`
 adds every question's production top 5 to the report. Everything runs locally. A search waits
 up to 30 s for its query embedding (production: 1 s) so a busy machine cannot silently turn
@@ -51,6 +55,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -342,6 +347,8 @@ async def run(
     data_path: Path | None = None,
     details: bool = False,
     log: Callable[[str], None] = progress,
+    backend: str = "sqlite",
+    db: str | None = None,
 ) -> dict[str, Any]:
     """Build, store, ask; the report (a JSON-able dict)."""
     if dataset == "locomo":
@@ -349,10 +356,16 @@ async def run(
     else:
         corpora = load_ja(data_path or JA_SET)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="memhub-quality-") as home:
+    with tempfile.TemporaryDirectory(prefix="memhub-quality-") as home, ExitStack() as stack:
+        if backend == "postgresql" and db is None:
+            sys.path.insert(0, str(REPO / "bench"))
+            from pg import embedded_database
+
+            db = stack.enter_context(embedded_database(Path(home) / "postgres"))
         settings = Settings(
-            home=Path(home), user="bench", project="bench", embedder=embedder, toolsets=("assoc",)
-        )
+            home=Path(home), user="bench", project="bench", embedder=embedder, toolsets=("assoc",),
+            **({"db": db} if db else {}),
+        )  # fmt: skip
         container = build_container(settings)
         try:
             async with anyio.create_task_group() as background:
@@ -362,6 +375,7 @@ async def run(
         finally:
             container.close()
     report["seconds"]["total"] = round(time.perf_counter() - started, 1)
+    report["backend"] = "postgresql" if db else "sqlite"
     return report
 
 
@@ -502,9 +516,10 @@ def _check_vectors(container: Container, items: list[int]) -> int:
     if index is None:
         return 0
     index.refresh()
-    with_vector = sum(1 for item in items if item in index)
-    if with_vector != len(items) or len(index) != len(items):
-        raise RuntimeError(f"{with_vector} of {len(items)} memories have a vector ({len(index)} indexed)")
+    with container.runtime.store.transaction(write=False) as tx:
+        with_vector = sum(1 for item in items if tx.get_vector(item, index.embedder_id) is not None)
+    if with_vector != len(items) or index.size() != len(items):
+        raise RuntimeError(f"{with_vector} of {len(items)} memories have a vector ({index.size()} indexed)")
     return with_vector
 
 
@@ -531,7 +546,8 @@ def _header(label: str, width: int) -> str:
 def format_report(report: Mapping[str, Any]) -> str:
     headline = report["headline_group"]
     lines = [
-        f"{report['dataset']} / {report['embedder']} ({report['embedder_id'] or 'BM25 only'}): "
+        f"{report['dataset']} / {report['embedder']} ({report['embedder_id'] or 'BM25 only'})"
+        f" on {report.get('backend', 'sqlite')}: "
         f"{report['memories']} memories, {report['questions']} questions "
         f"({report['dropped_questions']} dropped), {report['seconds']}",
         "",
@@ -568,6 +584,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=None, help="dataset file (default: the standard one)")
     parser.add_argument("--out", type=Path, default=None, help="report path")
     parser.add_argument("--details", action="store_true", help="add each question's production top 5")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite",
+                        help="postgresql: a throwaway embedded server (bench/pg.py)")  # fmt: skip
+    parser.add_argument(
+        "--db", default=None, help="an empty PostgreSQL database's URL (instead of --backend)"
+    )
     args = parser.parse_args(argv)
     if args.limit_conversations is not None and args.limit_conversations < 1:
         parser.error("--limit-conversations must be at least 1")
@@ -580,6 +601,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             limit_conversations=args.limit_conversations,
             data_path=args.data,
             details=args.details,
+            backend=args.backend,
+            db=args.db,
         )
 
     report = anyio.run(go)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers import REPO, run_bench_script
+from tests.store.backends import Backend
 
 RUN = REPO / "bench" / "quality" / "run.py"
 METRICS = ("hit@1", "hit@5", "hit@10", "recall@5", "recall@10", "mrr")
@@ -56,6 +57,15 @@ def test_ja_set_with_bm25_only(tmp_path: Path) -> None:
     assert report["memories"] >= 120 and report["questions"] >= 70
     check_report(report, {"all", "ja", "en", "cross"})
     check_metrics(report["default_threshold"]["groups"], {"all", "ja", "en", "cross"})
+
+
+def test_ja_set_on_the_backend_under_test(tmp_path: Path, backend: Backend) -> None:
+    """`--db` runs the harness on a given database: PostgreSQL's keyword and vector search."""
+    args = ("--db", backend.url(tmp_path)) if backend.name == "postgresql" else ()
+    report = run_harness(tmp_path, "--dataset", "ja", "--embedder", "hash", *args)
+    assert report["backend"] == backend.name
+    assert report["vectors"] == report["memories"] >= 120
+    check_report(report, {"all", "ja", "en", "cross"})
 
 
 def test_malformed_locomo_evidence_is_normalised() -> None:

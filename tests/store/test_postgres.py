@@ -40,6 +40,7 @@ def test_tsquery_quotes_every_lexeme() -> None:
     assert text.tsquery("a\\b") == "'a\\\\b'"
     assert text.tsquery("") is None
     assert text.any_of(["'a'", "'b' <-> 'c'"]) == "('a') | ('b' <-> 'c')"
+    assert text.any_of(["'b' <-> 'c'"]) == "'b' <-> 'c'"
 
 
 def test_the_location_never_shows_the_password() -> None:

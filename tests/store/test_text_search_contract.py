@@ -3,12 +3,13 @@ visibility, filters, relevance order and the ranking budget."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from memhub.core.models import Viewer
-from memhub.core.text import search_terms
+from memhub.core.text import index_text, search_terms
 from memhub.store.base import NewItem, Store
 from tests.helpers import FTS_TRICKS
 from tests.store.contract import Seed, viewer
@@ -147,3 +148,54 @@ def test_budget_bounds_the_ranked_rows(store: Store, seed: Seed) -> None:
     assert {i for i, _ in unbounded} == {r.id for r in rows}
     assert 0 < len(bounded) <= 2 * 10  # ~budget rows ranked, not all 60
     assert 0 < len(rare) <= 2 * 10
+
+
+def _bm25(docs: dict[int, str], terms: dict[str, Callable[[list[str]], int]]) -> dict[int, float]:
+    """FTS5's bm25() (k1 1.2, b 0.75), by hand over the indexed tokens of `docs` (all rows)."""
+    tokens = {item_id: index_text(None, body, "").split() for item_id, body in docs.items()}
+    avgdl = sum(len(t) for t in tokens.values()) / len(tokens)
+    scores: dict[int, float] = {}
+    for tf_of in terms.values():
+        n = sum(1 for t in tokens.values() if tf_of(t))
+        idf = max(1e-6, math.log((len(tokens) - n + 0.5) / (n + 0.5)))
+        for item_id, t in tokens.items():
+            if tf := tf_of(t):
+                norm = 1.2 * (1 - 0.75 + 0.75 * len(t) / avgdl)
+                scores[item_id] = scores.get(item_id, 0.0) + idf * tf * 2.2 / (tf + norm)
+    return scores
+
+
+def test_scores_are_fts5_bm25_and_follow_writes(store: Store, seed: Seed, encrypted: bool) -> None:
+    """Both backends rank by FTS5's BM25: document frequency, length against the average,
+    phrase counts for CJK; the statistics follow inserts, updates and deletes."""
+    if encrypted:
+        pytest.skip("an encrypted store indexes keyed tokens of its own (store/crypto.py): other lengths")
+    bodies = ["apple apple banana", "apple cherry date elder fig", "cherry", "設計議論の話と設計議論"]
+    bodies += [f"filler text number {n}" for n in range(8)]
+    docs = {seed.item(body).id: body for body in bodies}
+    terms: dict[str, Callable[[list[str]], int]] = {
+        "apple": lambda t: t.count("apple"),
+        "cherry": lambda t: t.count("cherry"),
+        "設計議論": lambda t: sum(1 for i in range(len(t) - 2) if t[i : i + 3] == ["設計", "計議", "議論"]),
+    }
+
+    def check() -> None:
+        with store.transaction(write=False) as tx:
+            got = dict(tx.text_search(ALICE, list(terms), (), None, 50))
+        expected = _bm25(docs, terms)
+        assert got.keys() == expected.keys()
+        for item_id, score in expected.items():
+            assert got[item_id] == pytest.approx(score, rel=1e-6)
+
+    check()
+    first, second, third = list(docs)[:3]
+    with store.transaction(write=True) as tx:
+        tx.update_item(second, {"body": "apple apple apple"})
+        tx.delete_items([third])
+    docs[second] = "apple apple apple"
+    del docs[third]
+    check()
+    with store.transaction(write=True) as tx:
+        tx.reindex_text(batch=3)  # rebuilt in batches: the statistics are the same
+    check()
+    assert first in docs

@@ -34,8 +34,8 @@ from memhub.search.embedding import EmbeddingService
 from memhub.search.explain import Explanation
 from memhub.search.fusion import FUSION_METHODS, FusedHit, FusionMethod, fuse_hits
 from memhub.search.pipeline import Candidates
-from memhub.search.vector_search import Allowed, VectorSearch
-from memhub.store.base import Store, Tx
+from memhub.search.vector_search import Allowed, VectorSearch, VisibleTo
+from memhub.store.base import Store, Tx, Visibility
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -239,7 +239,7 @@ class SearchEngine:
     ) -> list[tuple[int, float]]:
         if explain is not None:
             explain.query_vec = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        allowed = _allowed(tx, viewer, ask.kinds, ask.project_id, explain)
+        allowed = _allowed(self.store, tx, viewer, ask.kinds, ask.project_id, explain)
         return index.search(query_vec, ask.k_vec, allowed)
 
     async def nearest(
@@ -269,7 +269,7 @@ class SearchEngine:
     ) -> list[tuple[int, float]]:
         index.refresh()
         with self.store.transaction(write=False) as tx:
-            return index.search(query_vec, limit, _allowed(tx, viewer, kinds, project_id, None))
+            return index.search(query_vec, limit, _allowed(self.store, tx, viewer, kinds, project_id, None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +300,12 @@ def _hits(_tx: Tx, candidates: Candidates) -> list[FusedHit]:
 
 
 def _allowed(
-    tx: Tx, viewer: Viewer, kinds: tuple[str, ...], project_id: int | None, explain: Explanation | None
+    store: Store,
+    tx: Tx,
+    viewer: Viewer,
+    kinds: tuple[str, ...],
+    project_id: int | None,
+    explain: Explanation | None,
 ) -> Allowed:
     """The vector side's visibility check, in the search's own snapshot: the store's one
     visibility filter over each batch of candidates the index offers."""
@@ -317,6 +322,8 @@ def _allowed(
             )
         return passed
 
+    if explain is None:  # the rule travels with it: a search in the database applies it in its query
+        return VisibleTo(store, Visibility(viewer, kinds, project_id), allowed)
     return allowed
 
 

@@ -3,8 +3,9 @@
 `SearchEngine`, the backfill and the operations (services/ops.py) depend on `VectorSearch`
 only; `vector_search_for` is the one factory that picks an implementation for a store. On
 SQLite it is the in-process numpy index with its sketch pass (search/vectors.py), which
-follows the store's vector change feed. A PostgreSQL store gets the same index for now (its
-`vector_log` is the same feed); a pgvector adapter over its HNSW index will take its place here.
+follows the store's vector change feed. On a store that finds nearest neighbours itself
+(`NearestVectors`: PostgreSQL, pgvector's HNSW index) it is `StoreVectorSearch`
+(search/store_vectors.py), which holds nothing in process, so no replica searches a stale copy.
 Vectors themselves are written by the backfill through the store (`Tx.put_vector`), so the
 contract has no add/remove: an implementation learns of changes on `refresh`.
 """
@@ -16,9 +17,26 @@ from typing import Protocol, runtime_checkable
 
 import numpy.typing as npt
 
-from memhub.store.base import Store
+from memhub.store.base import NearestVectors, Store, Visibility
 
 Allowed = Callable[[list[int]], set[int]]  # the subset of candidate ids the caller may see
+
+
+class VisibleTo:
+    """An `Allowed` that carries its rule: the ids among the candidates that `rule` admits
+    (`ItemsTx.visible_ids`). A search in the database applies `rule` inside its query
+    instead of calling it with candidates."""
+
+    def __init__(self, store: Store, rule: Visibility, check: Allowed | None = None) -> None:
+        self.store = store
+        self.rule = rule
+        self.check = check  # the same rule in a transaction the caller holds (one snapshot)
+
+    def __call__(self, ids: list[int]) -> set[int]:
+        if self.check is not None:
+            return self.check(ids)
+        with self.store.transaction(write=False) as tx:
+            return tx.visible_ids(self.rule.viewer, ids, self.rule.kinds, self.rule.project_id)
 
 
 @runtime_checkable
@@ -52,7 +70,11 @@ class VectorSearch(Protocol):
 
 def vector_search_for(store: Store, embedder_id: str, dim: int) -> VectorSearch:
     """The vector search that suits `store`'s backend."""
-    if store.backend in ("sqlite", "postgresql"):  # pgvector's HNSW search: a later step (issue 20)
+    if isinstance(store, NearestVectors):
+        from memhub.search.store_vectors import StoreVectorSearch
+
+        return StoreVectorSearch(store, embedder_id, dim)
+    if store.backend == "sqlite":
         from memhub.search.vectors import VectorIndex
 
         return VectorIndex(store, embedder_id, dim)

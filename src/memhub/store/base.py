@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -61,6 +62,7 @@ __all__ = [
     "LinksTx",
     "MaintenanceTx",
     "MemberRow",
+    "NearestVectors",
     "NewItem",
     "Order",
     "PceTx",
@@ -73,6 +75,7 @@ __all__ = [
     "Tx",
     "VectorChange",
     "VectorsTx",
+    "Visibility",
 ]
 
 # What a backup may leave out (`Backups.backup_to(exclude=...)`).
@@ -378,6 +381,31 @@ class Checks(Protocol):
 @runtime_checkable
 class FileSize(Protocol):
     def file_size(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """What a read may return, as `ItemsTx.visible_ids` takes it: the items `viewer` may read,
+    of `kinds` (all when empty), in `project_id` (any when None)."""
+
+    viewer: Viewer
+    kinds: tuple[str, ...] = ()
+    project_id: int | None = None
+
+
+@runtime_checkable
+class NearestVectors(Protocol):
+    """Nearest neighbours found by the database itself, through its own vector index
+    (PostgreSQL: pgvector's HNSW), so no process keeps a copy of the vectors to go stale."""
+
+    def nearest_vectors(
+        self, embedder: str, query: Sequence[float], k: int, visible: Visibility | None = None
+    ) -> list[tuple[int, float]]:
+        """The `k` (item id, cosine) pairs of `embedder`'s vectors closest to `query`, best
+        first (ties by id), among the items `visible` admits (all when None): the visibility
+        filter runs in the same query, so a restrictive one never leaves fewer than `k` when
+        `k` are visible. Approximate (the index's recall), cosines exact."""
+        ...
 
 
 @runtime_checkable

@@ -29,7 +29,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
-from memhub.store.base import EventRow, VectorChange
+from memhub.store.base import EventRow, VectorChange, Visibility
+from memhub.store.postgres import vectors
 from memhub.store.postgres.buckets import BucketsMixin
 from memhub.store.postgres.tx import PostgresTx
 
@@ -167,6 +168,14 @@ class PostgresStore(BucketsMixin):
             for r in rows
         ]
         return (changes[-1].seq if changes else after_seq), changes
+
+    def nearest_vectors(
+        self, embedder: str, query: Sequence[float], k: int, visible: Visibility | None = None
+    ) -> list[tuple[int, float]]:
+        """`NearestVectors`: pgvector's HNSW index, the visibility filter in the query
+        (store/postgres/vectors.py)."""
+        with self.transaction(write=False) as tx:
+            return vectors.nearest(tx.conn, embedder, query, k, visible)
 
     def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]:
         rows = self._rows(

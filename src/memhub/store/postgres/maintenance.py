@@ -27,12 +27,14 @@ class MaintenanceMixin:
             ).fetchall()
             if not rows:
                 return done
-            self.conn.cursor().executemany(
-                "INSERT INTO items_fts(item_id, text) VALUES (%s, %s::tsvector)",
-                [
-                    (r["id"], text.tsvector(r["title"], r["body"], [str(t) for t in json.loads(r["tags"])]))
-                    for r in rows
-                ],
+            # one statement per batch: the index's statistics row (migration 0004) is updated
+            # once per statement, and many updates of one row in one transaction grow slower
+            self.conn.execute(
+                "INSERT INTO items_fts(item_id, text) SELECT * FROM unnest(%s::bigint[], %s::tsvector[])",
+                (
+                    [r["id"] for r in rows],
+                    [text.tsvector(r["title"], r["body"], _tags(r["tags"])) for r in rows],
+                ),
             )
             done += len(rows)
             last = rows[-1]["id"]
@@ -71,3 +73,7 @@ class MaintenanceMixin:
             row = self.conn.execute(f"SELECT count(*) AS n FROM {table}").fetchone()
             out[table] = int(row["n"]) if row else 0
         return out
+
+
+def _tags(stored: str) -> list[str]:
+    return [str(tag) for tag in json.loads(stored)]

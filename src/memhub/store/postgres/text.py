@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from memhub.core.porter import fold_word
 from memhub.core.text import bigrams, index_text, is_cjk
+from memhub.store.postgres.bm25 import Term
 
 MAX_LEXEME_BYTES = 2_046  # PostgreSQL refuses longer lexemes (to_tsvector skips them too)
 MAX_POSITION = 16_383  # positions past it are stored as it (PostgreSQL's own limit)
@@ -59,6 +60,21 @@ def tsquery(term: str) -> str | None:
     return _quote(lexeme) if _fits(lexeme) else None
 
 
+def term(plain: str) -> Term | None:
+    """One plain term as `tsquery` makes it, in the form BM25 ranks it (store/postgres/bm25.py)."""
+    query = tsquery(plain)
+    if query is None:
+        return None
+    if is_cjk(plain[0]):
+        if len(plain) == 1:
+            return Term(query, (plain,), prefix=True)
+        return Term(query, tuple(b for b in bigrams(plain) if _fits(b)))
+    return Term(query, (_fold(plain),))
+
+
 def any_of(queries: Sequence[str]) -> str:
-    """The tsquery matching any of `queries`."""
+    """The tsquery matching any of `queries` (one of them: itself, so its match count, taken
+    once by the ranking budget, is found again by BM25's document frequencies)."""
+    if len(queries) == 1:
+        return queries[0]
     return " | ".join(f"({q})" for q in queries)

@@ -8,7 +8,7 @@ is: content encryption is refused when the store opens (store/postgres/database.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import normalize
 from memhub.store.base import GROUPABLE, UPDATABLE, EventRow, ItemBrief, ItemQuery, ItemRow, LinkRow, NewItem
-from memhub.store.postgres import text
+from memhub.store.postgres import bm25, text
 from memhub.store.postgres.maintenance import MaintenanceMixin
 from memhub.store.postgres.pce import PceMixin
 from memhub.store.postgres.people import PeopleMixin
@@ -252,14 +252,30 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
     ) -> list[tuple[int, float]]:
         """(item id, relevance >= 0, higher is better) for plain `terms`, OR-ed; at most
         ~`budget` matching rows are ranked (store/sql/budget.py)."""
-        queries = [q for term in terms if (q := text.tsquery(term))]
-        if not queries or limit <= 0:
+        wanted = {t.query: t for term in terms if (t := text.term(term))}  # one of each tsquery
+        if not wanted or limit <= 0:
             return []
-        expr, min_id = bounded(queries, budget, self._count, text.any_of, self._newest)
-        hits = self._ranked_visible(viewer, expr, min_id, kinds, project_id, limit)
-        full = text.any_of(queries)
+        counts: dict[str, int] = {}
+        chosen: dict[str, list[str]] = {}
+
+        def count(expr: str) -> int:
+            if expr not in counts:
+                counts[expr] = self._count(expr)
+            return counts[expr]
+
+        def join(queries: Sequence[str]) -> str:
+            expr = text.any_of(queries)
+            chosen[expr] = list(queries)
+            return expr
+
+        expr, min_id = bounded(list(wanted), budget, count, join, self._newest)
+        kept = [wanted[q] for q in chosen[expr]]
+        hits = self._ranked_visible(viewer, kept, expr, min_id, count, kinds, project_id, limit)
+        full = join(list(wanted))
         if len(hits) < limit and expr != full:  # the rare terms found too few for this viewer
-            more = self._ranked_visible(viewer, full, self._newest(full, budget), kinds, project_id, limit)
+            cutoff = self._newest(full, budget)
+            every = list(wanted.values())
+            more = self._ranked_visible(viewer, every, full, cutoff, count, kinds, project_id, limit)
             best = dict(hits)
             for item_id, score in more:
                 best[item_id] = max(score, best.get(item_id, score))
@@ -296,21 +312,26 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
         return int(found) if found is not None else 0
 
     def _ranked_visible(
-        self, viewer: Viewer, expr: str, min_id: int, kinds: Sequence[str], project_id: int | None, limit: int
+        self,
+        viewer: Viewer,
+        terms: Sequence[bm25.Term],
+        expr: str,
+        min_id: int,
+        count: Callable[[str], int],
+        kinds: Sequence[str],
+        project_id: int | None,
+        limit: int,
     ) -> list[tuple[int, float]]:
-        fetch = max(2 * limit, 64)  # most candidates are usually visible: widen when not
-        while True:
-            rows = self.conn.execute(
-                "SELECT item_id, ts_rank(text, q) AS score FROM items_fts, CAST(%s AS tsquery) AS q"
-                " WHERE text @@ q AND item_id >= %s ORDER BY score DESC, item_id LIMIT %s",
-                [expr, min_id, fetch],
-            ).fetchall()
-            ranked = [(int(r["item_id"]), float(r["score"])) for r in rows]
-            passed = self.visible_ids(viewer, [item_id for item_id, _ in ranked], kinds, project_id)
-            hits = [(item_id, score) for item_id, score in ranked if item_id in passed]
-            if len(hits) >= limit or len(rows) < fetch:
-                return hits[:limit]
-            fetch *= 4
+        """The best `limit` matches of `expr` the viewer may read, by BM25 (store/postgres/bm25.py)."""
+        ranked = bm25.ranked(self.conn, terms, expr, min_id, count)
+        hits: list[tuple[int, float]] = []
+        start, fetch = 0, max(2 * limit, 64)  # most candidates are usually visible: widen when not
+        while start < len(ranked) and len(hits) < limit:
+            chunk = ranked[start : start + fetch]
+            passed = self.visible_ids(viewer, [item_id for item_id, _ in chunk], kinds, project_id)
+            hits.extend((item_id, score) for item_id, score in chunk if item_id in passed)
+            start, fetch = start + fetch, fetch * 4
+        return hits[:limit]
 
     def visible_ids(
         self, viewer: Viewer, ids: Sequence[int], kinds: Sequence[str], project_id: int | None
