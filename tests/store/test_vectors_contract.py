@@ -137,3 +137,28 @@ def test_feeds_follow_another_store(store: Store, seed: Seed, open_more: OpenSto
     with other.transaction(write=True) as tx:
         tx.delete_items([a.id])
     assert store.vector_deletions("e1", high)[1] == [a.id]
+
+
+def test_vector_change_feed_in_pages(store: Store, seed: Seed) -> None:
+    """A page of the feed holds at most `limit` changes; following the high-water marks page
+    by page gives what one unbounded read gives (the latest state of each item, in log order)."""
+    items = [seed.item(f"item {n}").id for n in range(7)]
+    with store.transaction(write=True) as tx:
+        for n, item in enumerate(items):
+            tx.put_vector(item, "e1", vec(float(n)), 1)
+        tx.put_vector(items[1], "e1", vec(10.0), 1)  # item 1 again: its latest state is now last
+        tx.delete_items([items[4]])
+    whole_high, whole = store.vector_changes("e1", 0)
+    pages: list[list[VectorChange]] = []
+    high = 0
+    while True:
+        high, page = store.vector_changes("e1", high, limit=3)
+        assert len(page) <= 3
+        if not page:
+            break
+        pages.append(page)
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert [c for p in pages for c in p] == whole
+    assert high == whole_high
+    assert [(c.item_id, c.vec) for c in whole][-2:] == [(items[1], vec(10.0)), (items[4], None)]
+    assert store.vector_changes("e1", 0, limit=None) == (whole_high, whole)

@@ -151,15 +151,18 @@ class PostgresStore:
 
     # -- change feeds -------------------------------------------------------------------
 
-    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
-        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water mark."""
+    def vector_changes(
+        self, embedder: str, after_seq: int, limit: int | None = None
+    ) -> tuple[int, list[VectorChange]]:
+        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water
+        mark; at most `limit` of them (a page: the next starts after the mark)."""
         rows = self._rows(
             "SELECT l.seq, l.item_id, l.op, v.vec FROM vector_log l"
             " JOIN (SELECT item_id, max(seq) AS seq FROM vector_log"
             "       WHERE embedder = %s AND seq > %s GROUP BY item_id) last ON last.seq = l.seq"
             " LEFT JOIN vectors v ON v.item_id = l.item_id AND v.embedder = l.embedder"
-            " ORDER BY l.seq",
-            (embedder, after_seq),
+            " ORDER BY l.seq LIMIT %s",
+            (embedder, after_seq, limit),
         )
         changes = [
             VectorChange(r["seq"], r["item_id"], bytes(r["vec"]) if r["op"] == "put" and r["vec"] else None)

@@ -235,8 +235,11 @@ class SqliteStore:
         with self._lock:
             return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
-    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
-        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water mark."""
+    def vector_changes(
+        self, embedder: str, after_seq: int, limit: int | None = None
+    ) -> tuple[int, list[VectorChange]]:
+        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water
+        mark; at most `limit` of them (a page: the next starts after the mark)."""
         rows = (
             self._reader()
             .execute(
@@ -244,8 +247,8 @@ class SqliteStore:
                 " JOIN (SELECT item_id, max(seq) AS seq FROM vector_log"
                 "       WHERE embedder = ? AND seq > ? GROUP BY item_id) last ON last.seq = l.seq"
                 " LEFT JOIN vectors v ON v.item_id = l.item_id AND v.embedder = l.embedder"
-                " ORDER BY l.seq",
-                (embedder, after_seq),
+                " ORDER BY l.seq LIMIT ?",
+                (embedder, after_seq, -1 if limit is None else limit),
             )
             .fetchall()
         )
