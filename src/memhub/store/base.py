@@ -330,7 +330,10 @@ class Store(Protocol):
         self, embedder: str, after_seq: int, limit: int | None = None
     ) -> tuple[int, list[VectorChange]]:
         """Vector puts and deletes after `after_seq`, the latest per item, in log order, and the
-        new high-water mark; at most `limit` of them (the next page starts after that mark)."""
+        new high-water mark. With `limit`, one page: only the next `limit` entries of the log are
+        read (the latest per item among them, with the item's vector as it is now), and the mark
+        is the last of them; an item changed again later appears again in a later page, so
+        applying the pages in order ends in the state one unbounded read gives."""
         ...
 
     def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]: ...
