@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -60,6 +61,8 @@ POOL = 2000
 TAGS = ["db", "deploy", "auth", "ui", "perf", "security", "test", "docs", "infra", "api"]
 CATEGORIES = ["decision", "preference", "fact", "todo", "research"]
 SERVER_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "PATH": "/usr/bin:/bin"}
+if os.environ.get("PYTHONPATH"):  # the server runs the code under test (a worktree's src)
+    SERVER_ENV["PYTHONPATH"] = os.environ["PYTHONPATH"]
 POLL_S = 0.1  # health_check polling while waiting for the backfill
 CATCH_UP_DEADLINE_S = 600.0
 

@@ -46,7 +46,8 @@ APPROX_MIN = 30_000  # rows before searches take the sketch pass
 SKETCH_DIMS = 128
 RERANK_SHARE = 0.02  # rows scored from the codes after the sketch pass, as a share of the index...
 RERANK_MIN = 1_000  # ...but never fewer than this many
-RESCORE_EXTRA = 20  # candidates rescored exactly beyond the k asked for
+RESCORE_EXTRA = 20  # candidates rescored exactly beyond the k asked for...
+RESCORE_MAX = 60  # ...but never more than this many (a read of the store each)
 FEED_PAGE = 4_096  # changes read from the feed at a time
 SCAN_ROWS = 1_024  # rows dequantised at a time by a scan of every row
 
@@ -312,7 +313,8 @@ class VectorIndex:
             if self._projection is not None and count >= self.approx_min and keep < count:
                 rough = self._sketch[:count] @ self._projection.query(query)
                 rows = np.argpartition(rough, count - keep)[count - keep :]
-                sketched = _rows(self._codes, self._scales, rows) @ query, self._ids[rows]
+                rows.sort()  # in memory order: the gather below reads ahead
+                sketched = _scores(self._codes, self._scales, rows, query), self._ids[rows]
         if sketched is not None:
             hits = self._best(*sketched, k, allowed, complete=False)
             if hits is not None:
@@ -365,13 +367,16 @@ class VectorIndex:
             pool = min(count, pool * 4)
 
     def _rescore(self, hits: list[tuple[int, float]], query: Floats, k: int) -> list[tuple[int, float]]:
-        """The k best of `hits` by exact cosine, from the float32 vectors in the store (a hit
-        whose vector is gone since the last refresh keeps its score from the codes)."""
+        """The k best of `hits` (best first by their scores from the codes), the first
+        `min(k + rescore_extra, RESCORE_MAX)` of them rescored exactly from the float32 vectors
+        in the store. A hit past that cut, or whose vector is gone since the last refresh,
+        keeps its score from the codes (off by ~3e-4 at 896 dims)."""
         if not hits:
             return []
         size = self.dim * 4
+        exact = hits[: min(k + self.rescore_extra, RESCORE_MAX)]
         with self.feed.transaction(write=False) as tx:
-            blobs = [tx.get_vector(item_id, self.embedder_id) for item_id, _ in hits]
+            blobs = [tx.get_vector(item_id, self.embedder_id) for item_id, _ in exact]
         found = [i for i, blob in enumerate(blobs) if blob is not None and len(blob) == size]
         scores = [score for _, score in hits]
         if found:
@@ -400,6 +405,15 @@ def _unit(rows: Floats) -> Floats:
     out = rows.astype(np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
+    return out
+
+
+def _scores(
+    codes: npt.NDArray[np.int8], scales: Floats, index: npt.NDArray[np.intp], query: Floats
+) -> Floats:
+    """Scores of rows `index` from their codes."""
+    out: Floats = codes[index].astype(np.float32) @ query
+    out *= scales[index]
     return out
 
 
