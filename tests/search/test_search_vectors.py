@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import numpy.typing as npt
@@ -205,12 +206,24 @@ def test_query_dimension_is_checked(store: Store) -> None:
 
 
 class _FakeFeed:
+    """A feed without a database: the changes and, for the exact rescoring, the vectors."""
+
     def __init__(self, changes: list[VectorChange]) -> None:
         self.changes = changes
+        self.vectors = {c.item_id: c.vec for c in changes}
 
-    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
-        fresh = [c for c in self.changes if c.seq > after_seq]
+    def vector_changes(
+        self, embedder: str, after_seq: int, limit: int | None = None
+    ) -> tuple[int, list[VectorChange]]:
+        fresh = [c for c in self.changes if c.seq > after_seq][:limit]
         return (fresh[-1].seq if fresh else after_seq), fresh
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[_FakeFeed]:
+        yield self
+
+    def get_vector(self, item_id: int, embedder: str) -> bytes | None:
+        return self.vectors.get(item_id)
 
 
 def test_timing_100k_x_384(capsys: pytest.CaptureFixture[str]) -> None:

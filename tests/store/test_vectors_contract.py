@@ -137,3 +137,36 @@ def test_feeds_follow_another_store(store: Store, seed: Seed, open_more: OpenSto
     with other.transaction(write=True) as tx:
         tx.delete_items([a.id])
     assert store.vector_deletions("e1", high)[1] == [a.id]
+
+
+def test_vector_change_feed_in_pages(store: Store, seed: Seed) -> None:
+    """A page reads at most `limit` entries of the log; applied in order, the pages end in the
+    state one unbounded read gives (an item changed again later shows up again)."""
+    items = [seed.item(f"item {n}").id for n in range(7)]
+    with store.transaction(write=True) as tx:
+        for n, item in enumerate(items):
+            tx.put_vector(item, "e1", vec(float(n)), 1)
+        tx.put_vector(items[1], "e1", vec(10.0), 1)  # item 1 again: its latest state is now last
+        tx.put_vector(items[1], "e1", vec(11.0), 1)  # twice in the third page: once in it
+        tx.delete_items([items[4]])
+    whole_high, whole = store.vector_changes("e1", 0)
+    pages: list[list[VectorChange]] = []
+    high = 0
+    while True:
+        high, page = store.vector_changes("e1", high, limit=3)
+        assert len(page) <= 3
+        if not page:
+            break
+        pages.append(page)
+    assert [len(p) for p in pages] == [3, 3, 2, 1]  # 10 entries: 7 puts, item 1 twice, a delete
+    assert high == whole_high
+    state: dict[int, bytes | None] = {}
+    for change in (c for p in pages for c in p):
+        state[change.item_id] = change.vec
+    assert state == {c.item_id: c.vec for c in whole}
+    assert [(c.item_id, c.vec) for c in whole][-2:] == [(items[1], vec(11.0)), (items[4], None)]
+    assert [(c.item_id, c.vec) for c in pages[0]][1] == (items[1], vec(11.0))  # as it is now
+    assert [(c.item_id, c.vec) for c in pages[2]] == [(items[6], vec(6.0)), (items[1], vec(11.0))]
+    assert [(c.item_id, c.vec) for c in pages[3]] == [(items[4], None)]
+    assert [c.seq for p in pages for c in p] == sorted(c.seq for p in pages for c in p)
+    assert store.vector_changes("e1", 0, limit=None) == (whole_high, whole)

@@ -153,15 +153,21 @@ class PostgresStore(BucketsMixin):
 
     # -- change feeds -------------------------------------------------------------------
 
-    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
-        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water mark."""
+    def vector_changes(
+        self, embedder: str, after_seq: int, limit: int | None = None
+    ) -> tuple[int, list[VectorChange]]:
+        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water
+        mark. With `limit`, a page: the next `limit` log entries only (see `Store.vector_changes`)."""
         rows = self._rows(
-            "SELECT l.seq, l.item_id, l.op, v.vec FROM vector_log l"
-            " JOIN (SELECT item_id, max(seq) AS seq FROM vector_log"
-            "       WHERE embedder = %s AND seq > %s GROUP BY item_id) last ON last.seq = l.seq"
+            "SELECT l.seq, l.item_id, l.op, v.vec FROM ("
+            "  SELECT item_id, max(seq) AS seq FROM ("
+            "    SELECT seq, item_id FROM vector_log WHERE embedder = %s AND seq > %s"
+            "    ORDER BY seq LIMIT %s"
+            "  ) page GROUP BY item_id"
+            ") last JOIN vector_log l ON l.seq = last.seq"
             " LEFT JOIN vectors v ON v.item_id = l.item_id AND v.embedder = l.embedder"
             " ORDER BY l.seq",
-            (embedder, after_seq),
+            (embedder, after_seq, limit),
         )
         changes = [
             VectorChange(r["seq"], r["item_id"], bytes(r["vec"]) if r["op"] == "put" and r["vec"] else None)

@@ -237,17 +237,23 @@ class SqliteStore(BucketsMixin):
         with self._lock:
             return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
-    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
-        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water mark."""
+    def vector_changes(
+        self, embedder: str, after_seq: int, limit: int | None = None
+    ) -> tuple[int, list[VectorChange]]:
+        """Vector puts and deletes after `after_seq`, the latest per item, and the new high-water
+        mark. With `limit`, a page: the next `limit` log entries only (see `Store.vector_changes`)."""
         rows = (
             self._reader()
             .execute(
-                "SELECT l.seq, l.item_id, l.op, v.vec FROM vector_log l"
-                " JOIN (SELECT item_id, max(seq) AS seq FROM vector_log"
-                "       WHERE embedder = ? AND seq > ? GROUP BY item_id) last ON last.seq = l.seq"
+                "SELECT l.seq, l.item_id, l.op, v.vec FROM ("
+                "  SELECT item_id, max(seq) AS seq FROM ("
+                "    SELECT seq, item_id FROM vector_log WHERE embedder = ? AND seq > ?"
+                "    ORDER BY seq LIMIT ?"
+                "  ) GROUP BY item_id"
+                ") last JOIN vector_log l ON l.seq = last.seq"
                 " LEFT JOIN vectors v ON v.item_id = l.item_id AND v.embedder = l.embedder"
                 " ORDER BY l.seq",
-                (embedder, after_seq),
+                (embedder, after_seq, -1 if limit is None else limit),
             )
             .fetchall()
         )
