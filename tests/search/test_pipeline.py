@@ -53,15 +53,22 @@ async def test_a_search_reads_one_snapshot_and_reranks_in_it(
     feed_reads: list[int] = []
     transaction, vector_changes = store.transaction, store.vector_changes
 
+    depth = [0]
+
     @contextmanager
     def counted(*, write: bool) -> Iterator[Tx]:
-        opened.append(write)
-        with transaction(write=write) as tx:
-            yield tx
+        if depth[0] == 0:  # a read inside the search's read joins its snapshot (store.transaction)
+            opened.append(write)
+        depth[0] += 1
+        try:
+            with transaction(write=write) as tx:
+                yield tx
+        finally:
+            depth[0] -= 1
 
-    def feed(embedder: str, after_seq: int) -> Any:
+    def feed(embedder: str, after_seq: int, limit: int | None = None) -> Any:
         feed_reads.append(len(opened))
-        return vector_changes(embedder, after_seq)
+        return vector_changes(embedder, after_seq, limit)
 
     monkeypatch.setattr(store, "transaction", counted)
     monkeypatch.setattr(store, "vector_changes", feed)

@@ -221,9 +221,14 @@ class SqliteStore(BucketsMixin):
     def transaction(self, *, write: bool) -> Iterator[SqliteTx]:
         """One transaction: committed when the block ends, rolled back if it raises. A write
         runs on the writer connection (one at a time); a read on this thread's reader, without
-        waiting for any write."""
+        waiting for any write. A read inside a read of the same thread joins it (one snapshot:
+        the vector index rescoring inside a search's transaction, for one)."""
         if not write:
-            with _transaction(self._reader(), "BEGIN") as conn:
+            reader = self._reader()
+            if _in_transaction(reader):
+                yield SqliteTx(reader, isoformat(self.clock.now()), write=False, cipher=self.cipher)
+                return
+            with _transaction(reader, "BEGIN") as conn:
                 yield SqliteTx(conn, isoformat(self.clock.now()), write=False, cipher=self.cipher)
             return
         with self._lock, _transaction(self._conn, "BEGIN IMMEDIATE") as conn:
@@ -426,6 +431,13 @@ def _transaction(conn: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Conne
     except BaseException:
         _rollback(conn)
         raise
+
+
+def _in_transaction(conn: sqlite3.Connection) -> bool:
+    try:
+        return conn.in_transaction
+    except sqlite3.ProgrammingError:  # closed (the store was closed): BEGIN reports it
+        return False
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
