@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -222,8 +222,8 @@ class _FakeFeed:
     def transaction(self, *, write: bool) -> Iterator[_FakeFeed]:
         yield self
 
-    def get_vector(self, item_id: int, embedder: str) -> bytes | None:
-        return self.vectors.get(item_id)
+    def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
+        return {i: vec for i in item_ids if (vec := self.vectors.get(i)) is not None}
 
 
 def test_timing_100k_x_384(capsys: pytest.CaptureFixture[str]) -> None:

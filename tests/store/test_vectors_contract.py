@@ -29,6 +29,9 @@ def test_put_get_count(store: Store, seed: Seed) -> None:
     with store.transaction(write=False) as tx:
         assert tx.get_vector(a.id, "e1") == vec(0.6, 0.8)
         assert tx.vector_count("e1") == 2
+        assert tx.get_vectors([a.id, b.id, 999_999], "e1") == {a.id: vec(0.6, 0.8), b.id: vec(0, 1)}
+        assert tx.get_vectors([a.id, b.id], "e2") == {a.id: vec(1, 0, 0)}
+        assert tx.get_vectors([], "e1") == {}
 
 
 def test_missing_vectors(store: Store, seed: Seed) -> None:

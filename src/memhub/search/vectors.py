@@ -47,7 +47,7 @@ SKETCH_DIMS = 128
 RERANK_SHARE = 0.02  # rows scored from the codes after the sketch pass, as a share of the index...
 RERANK_MIN = 1_000  # ...but never fewer than this many
 RESCORE_EXTRA = 20  # candidates rescored exactly beyond the k asked for...
-RESCORE_MAX = 60  # ...but never more than this many (a read of the store each)
+RESCORE_MAX = 60  # ...but never more than this many (read from the store in one query)
 FEED_PAGE = 4_096  # changes read from the feed at a time
 SCAN_ROWS = 1_024  # rows dequantised at a time by a scan of every row
 
@@ -57,7 +57,7 @@ Floats = npt.NDArray[np.float32]
 class VectorReader(Protocol):
     """The part of a read transaction the exact rescoring needs."""
 
-    def get_vector(self, item_id: int, embedder: str) -> bytes | None: ...
+    def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]: ...
 
 
 class VectorFeed(Protocol):
@@ -375,8 +375,9 @@ class VectorIndex:
             return []
         size = self.dim * 4
         exact = hits[: min(k + self.rescore_extra, RESCORE_MAX)]
-        with self.feed.transaction(write=False) as tx:
-            blobs = [tx.get_vector(item_id, self.embedder_id) for item_id, _ in exact]
+        with self.feed.transaction(write=False) as tx:  # one read for them all
+            stored = tx.get_vectors([item_id for item_id, _ in exact], self.embedder_id)
+        blobs = [stored.get(item_id) for item_id, _ in exact]
         found = [i for i, blob in enumerate(blobs) if blob is not None and len(blob) == size]
         scores = [score for _, score in hits]
         if found:

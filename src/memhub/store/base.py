@@ -222,6 +222,10 @@ class VectorsTx(Protocol):
     """Embeddings, keyed by embedder id; every put and delete is visible to `Store.vector_changes`."""
 
     def get_vector(self, item_id: int, embedder: str) -> bytes | None: ...
+    def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
+        """The stored vectors of `item_ids` (those that have one), in one read."""
+        ...
+
     def missing_vectors(
         self, embedder: str, limit: int, after_id: int = 0, ids: Sequence[int] = ()
     ) -> list[tuple[int, str]]:

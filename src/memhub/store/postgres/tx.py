@@ -388,6 +388,15 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
         found = self._one("SELECT vec FROM vectors WHERE item_id = %s AND embedder = %s", (item_id, embedder))
         return bytes(found) if found is not None else None
 
+    def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
+        if not item_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT item_id, vec FROM vectors WHERE embedder = %s AND item_id = ANY(%s)",
+            (embedder, list(item_ids)),
+        )
+        return {int(row["item_id"]): bytes(row["vec"]) for row in rows}
+
     def missing_vectors(
         self, embedder: str, limit: int, after_id: int = 0, ids: Sequence[int] = ()
     ) -> list[tuple[int, str]]:

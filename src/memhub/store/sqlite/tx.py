@@ -433,6 +433,15 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
         ).fetchone()
         return bytes(row[0]) if row else None
 
+    def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
+        if not item_ids:
+            return {}
+        rows = self.conn.execute(
+            f"SELECT item_id, vec FROM vectors WHERE embedder = ? AND item_id IN ({placeholders(item_ids)})",
+            (embedder, *item_ids),
+        )
+        return {int(row[0]): bytes(row[1]) for row in rows}
+
     def missing_vectors(
         self, embedder: str, limit: int, after_id: int = 0, ids: Sequence[int] = ()
     ) -> list[tuple[int, str]]:
