@@ -22,7 +22,7 @@ from memhub.store.rows import ItemQuery
 from memhub.store.sqlite.database import SqliteStore
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
-from tests.store.backends import Backend, selected
+from tests.store.backends import Backend, sqlite_only
 
 pytestmark = pytest.mark.anyio
 SECRET = "s3cret-for-tests"
@@ -125,7 +125,7 @@ async def _write_everything(client: Client, container: Container) -> dict[str, s
     return found
 
 
-@pytest.mark.skipif(not selected().encryption, reason="this backend refuses encryption (docs/security.md)")
+@sqlite_only("encryption")
 async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(
     tmp_path: Path, backend: Backend
 ) -> None:

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from memhub.core.errors import ErrorKind, MemhubError
+from memhub.store import postgres
 from memhub.store.open import open_store
 from memhub.store.postgres import text
 from memhub.store.postgres.database import redacted
-from tests.store.backends import Backend, selected
+from tests.store.backends import Backend, postgres_only
 from tests.store.contract import TickClock
 
-on_postgres = pytest.mark.skipif(
-    selected().name != "postgresql", reason="needs MEMHUB_TEST_BACKEND=postgresql"
-)
+on_postgres = postgres_only
+MIGRATIONS = [p.name for p in (Path(postgres.__file__).parent / "migrations").glob("*.sql")]
 
 
 def test_tsvector_holds_the_sqlite_index_tokens_folded_like_fts5() -> None:
@@ -76,8 +76,11 @@ def test_replicas_opening_a_fresh_database_together_migrate_it_once(tmp_path: Pa
         thread.join(60)
     try:
         assert not failed and len(opened) == 4
-        assert backend.rows(url, "SELECT version FROM schema_migrations") == [(1,)]
-        assert {store.schema_version() for store in opened} == {1}
+        versions = sorted(int(name.split("_", 1)[0]) for name in MIGRATIONS)  # each applied once
+        assert backend.rows(url, "SELECT version FROM schema_migrations ORDER BY version") == [
+            (v,) for v in versions
+        ]
+        assert {store.schema_version() for store in opened} == {versions[-1]}
     finally:
         for store in opened:
             store.close()
