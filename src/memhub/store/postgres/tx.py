@@ -77,8 +77,8 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
                 json.dumps(item.attrs, ensure_ascii=False),
                 item.content_hash,
                 item.importance,
-                self.now,
-                self.now,
+                item.created_at or self.now,
+                item.updated_at or item.created_at or self.now,
                 item.expires_at,
                 item.category,
             ),
@@ -273,14 +273,14 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
         limit: int,
         budget: int = TEXT_BUDGET,
     ) -> tuple[list[tuple[int, float]], int]:
-        """`text_search` for `viewer`, and how many rows `wider` may read that rank at least as
-        high as the last hit (all of them when fewer than `limit` were found) and are not hits:
-        two ranked reads here (SQLite counts them in its one query)."""
+        """`text_search` for `viewer`, and how many rows that rank at least as high as the last
+        hit (all of them when fewer than `limit` were found) `wider` may read but `viewer` may
+        not: two ranked reads here (SQLite counts them in its one query)."""
         hits = self.text_search(viewer, terms, kinds, project_id, limit, budget)
         floor = hits[-1][1] if len(hits) >= limit else float("-inf")
         wide = self.text_search(wider, terms, kinds, project_id, max(4 * limit, 64), budget)
-        mine = {item_id for item_id, _ in hits}
-        return hits, sum(1 for item_id, score in wide if score >= floor and item_id not in mine)
+        above = [item_id for item_id, score in wide if score >= floor]
+        return hits, len(set(above) - self.visible_ids(viewer, above, kinds, project_id))
 
     def _count(self, expr: str) -> int:
         return int(self._one("SELECT count(*) FROM items_fts WHERE text @@ %s::tsquery", [expr]))
