@@ -186,6 +186,7 @@ async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(
     assert _leaks(closed) == []
 
 
+@sqlite_only("encryption")
 def test_a_store_encrypted_by_an_older_memhub_is_sealed_at_start(tmp_path: Path) -> None:
     """Older stores encrypted titles and bodies only: their attributes, tags and names are
     sealed when a server opens them, and lookups by name and tag still find them."""
