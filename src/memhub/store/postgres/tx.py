@@ -16,17 +16,16 @@ from psycopg import Connection
 from psycopg.rows import DictRow
 
 from memhub.core.errors import not_found
-from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import normalize
-from memhub.store.base import GROUPABLE, UPDATABLE, EventRow, ItemBrief, ItemQuery, ItemRow, LinkRow, NewItem
+from memhub.store.base import GROUPABLE, UPDATABLE, ItemBrief, ItemQuery, ItemRow, LinkRow, NewItem
 from memhub.store.postgres import text
 from memhub.store.postgres.maintenance import MaintenanceMixin
-from memhub.store.postgres.pce import PceMixin
 from memhub.store.postgres.people import PeopleMixin
 from memhub.store.sql import POSTGRESQL, item_where, visible
+from memhub.store.sql.audit import AuditMixin
 from memhub.store.sql.budget import bounded
-from memhub.store.sql.events import events_page, events_page_queries
+from memhub.store.sql.pce import PceMixin
 from memhub.store.sql.rowmap import item_from_row
 
 TEXT_BUDGET = 5_000  # rows ranked per query at most (as on SQLite)
@@ -44,7 +43,10 @@ def _chunks(ids: Sequence[int]) -> list[list[int]]:
     return [list(ids[start : start + ID_CHUNK]) for start in range(0, len(ids), ID_CHUNK)]
 
 
-class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
+class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin):
+    conn: Connection[DictRow]
+    dialect = POSTGRESQL
+
     def __init__(self, conn: Connection[DictRow], now: str, *, write: bool, hnsw: set[int]) -> None:
         self.conn = conn
         self.now = now
@@ -410,42 +412,7 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin):
 
     # -- audit ----------------------------------------------------------------------------
 
-    def append_event(
-        self, principal: str, tool: str, outcome: str, detail: dict[str, Any], at: str | None = None
-    ) -> EventRow:
-        """Append to the hash chain, holding a transaction advisory lock taken before the head is
-        read, so several replicas never extend the same head."""
-        if not self.write:
-            raise ValueError("audit events are appended in write transactions only")
+    def _chain_lock(self) -> None:
+        """Held from reading the chain's head to the commit, so several replicas never extend
+        the same head (store/sql/audit.py appends)."""
         self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK,))
-        when = at or self.now
-        last = self._one("SELECT hash FROM events ORDER BY id DESC LIMIT 1")
-        prev = last if last is not None else GENESIS_HASH
-        digest = event_hash(prev, when, principal, tool, outcome, detail)
-        event_id = self._one(
-            "INSERT INTO events(at, principal, tool, outcome, detail, prev_hash, hash)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (when, principal, tool, outcome, json.dumps(detail, ensure_ascii=False), prev, digest),
-        )
-        return EventRow(int(event_id), when, principal, tool, outcome, detail, prev, digest)
-
-    def events_page(
-        self,
-        *,
-        before: int | None,
-        limit: int,
-        scan: int,
-        principal: str = "",
-        tool_prefix: str = "",
-        outcome: str = "",
-        mentions: str = "",
-    ) -> tuple[list[EventRow], int | None]:
-        """Keyset paging backwards on the primary key (store/sql/events.py)."""
-        (window, window_args), (page, page_args) = events_page_queries(
-            POSTGRESQL, before=before, limit=limit, scan=scan, principal=principal,
-            tool_prefix=tool_prefix, outcome=outcome, mentions=mentions,
-        )  # fmt: skip
-        scanned = self.conn.execute(window, window_args).fetchone()
-        rows = self.conn.execute(page, page_args).fetchall()
-        lowest, count = (scanned["lowest"], int(scanned["n"])) if scanned is not None else (None, 0)
-        return events_page(rows, lowest, count, limit, scan)
