@@ -63,10 +63,22 @@ def counts(db: str | Path) -> dict[str, int]:
     return {t: rows(db, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
 
 
+def store_arg(db: str | Path) -> str:
+    """`db` as a server's `--db`: on a backend other than SQLite a file path is a harness bug
+    (the server would quietly run on a SQLite file); tests pass `backend.url(...)`."""
+    text = str(db)
+    if selected().name != "sqlite" and "://" not in text:
+        raise AssertionError(f"--db {Path(text).name}: a file on {selected().name}; pass backend.url(...)")
+    return text
+
+
 def stdio_params(db: str | Path, user: str = "alice", *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=MEMHUB,
-        args=["--db", str(db), "--user", user, "--project", "demo", "serve", "--transport", "stdio", *extra],
+        args=[
+            *("--db", store_arg(db), "--user", user, "--project", "demo"),
+            *("serve", "--transport", "stdio", *extra),
+        ],
         # PYTHONPATH: the server imports this checkout's source, whichever one the venv installed
         env={
             "MEMHUB_EMBEDDER": "none",
@@ -116,7 +128,7 @@ def http_server(
         [
             MEMHUB,
             "--db",
-            str(db),
+            store_arg(db),
             "--user",
             "alice",
             "--project",

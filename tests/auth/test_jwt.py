@@ -69,7 +69,7 @@ def _whoami(base: str, token: str) -> tuple[int, Any, Any]:
     return status, answer, result["structuredContent"]["user_id"]
 
 
-def test_valid_tokens_are_their_subject(server: tuple[str, Path], keys: dict[str, Any]) -> None:
+def test_valid_tokens_are_their_subject(server: tuple[str, str], keys: dict[str, Any]) -> None:
     base, _ = server
     hs = jwt.encode(_claims("dave"), SECRET, algorithm="HS256")
     rs = jwt.encode(_claims("erin"), keys["rsa"], algorithm="RS256", headers={"kid": "k1"})
@@ -77,7 +77,7 @@ def test_valid_tokens_are_their_subject(server: tuple[str, Path], keys: dict[str
     assert _whoami(base, rs)[::2] == (200, "erin")
 
 
-def test_bad_tokens_are_401_and_audited(server: tuple[str, Path], keys: dict[str, Any]) -> None:
+def test_bad_tokens_are_401_and_audited(server: tuple[str, str], keys: dict[str, Any]) -> None:
     base, db = server
     other_rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     bad = {
@@ -156,7 +156,7 @@ def _refusal(base: str, token: str) -> str:
     return reason
 
 
-def test_a_subject_never_becomes_a_local_principal(server: tuple[str, Path]) -> None:
+def test_a_subject_never_becomes_a_local_principal(server: tuple[str, str]) -> None:
     """Issue 18, item 8: JWT subjects are their own namespace. The server's own user (alice,
     the store's admin, the only one with the vault), with or without spaces around it, and an
     API-key holder are refused; a new subject is a JWT user of its own."""
@@ -192,15 +192,16 @@ def test_a_subject_never_becomes_a_local_principal(server: tuple[str, Path]) -> 
     ids=["exp-string", "exp-bool", "nbf-string", "iat-string", "sub-number", "sub-list", "sub-blank",
          "sub-spaces", "sub-newline", "iss-list"],
 )  # fmt: skip
-def test_claims_must_have_their_types(server: tuple[str, Path], claims: dict[str, Any]) -> None:
+def test_claims_must_have_their_types(server: tuple[str, str], claims: dict[str, Any]) -> None:
     base, _ = server
     reason = _refusal(base, _raw_token({**_claims("dave"), **claims}))
     assert reason.startswith(("invalid token", "wrong issuer", "token expired")), reason
 
 
-def test_claim_types_without_issuer_or_audience(tmp_path: Path) -> None:
+def test_claim_types_without_issuer_or_audience(tmp_path: Path, backend: Backend) -> None:
     """With no issuer configured PyJWT does not look at `iss`: memhub does."""
-    with http_server(tmp_path / "m.db", "--auth", "jwt", env={"MEMHUB_JWT_SECRET": SECRET}) as base:
+    db = backend.url(tmp_path, "m.db")
+    with http_server(db, "--auth", "jwt", env={"MEMHUB_JWT_SECRET": SECRET}) as base:
         exp = int(time.time()) + 60
         assert (
             _refusal(base, _raw_token({"sub": "ivy", "exp": exp, "iss": 7}))

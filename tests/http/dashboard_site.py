@@ -23,6 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers import MEMHUB, http_server
+from tests.store.backends import Backend
 
 T = TypeVar("T")
 HOSTILE = '<script>alert("xss")</script><img src=x onerror=alert(1)> deploy pipeline checklist'
@@ -49,7 +50,7 @@ def in_thread(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         return pool.submit(anyio.run, fn, *args).result()
 
 
-def create_key(db: Path, name: str, *extra: str) -> str:
+def create_key(db: str, name: str, *extra: str) -> str:
     out = subprocess.run(
         [MEMHUB, "--db", str(db), "apikey", "create", name, *extra],
         capture_output=True,
@@ -64,7 +65,7 @@ def create_key(db: Path, name: str, *extra: str) -> str:
 class Site:
     base: str
     home: Path
-    db: Path
+    db: str  # the store (Backend.url)
     keys: dict[str, str]
     ids: dict[str, Any] = field(default_factory=dict)
 
@@ -212,14 +213,16 @@ async def _seed(site: Site) -> None:
 
 
 @contextmanager
-def dashboard_site(tmp: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[Site]:
+def dashboard_site(
+    tmp: Path, backend: Backend, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[Site]:
     home = tmp / "home"
     (home / "vault" / "guides").mkdir(parents=True)
     (home / "vault" / "guides" / "hostile.md").write_text(HOSTILE_NOTE, encoding="utf-8")
     (home / "vault" / "index.md").write_text(
         "# 索引\n\nSee [[guides/hostile]] and [the guide](guides/hostile.md).\n"
     )
-    db = tmp / "m.db"
+    db = backend.url(tmp, "m.db")
     keys = {
         "alice": create_key(db, "alice", "--admin"),
         "bob": create_key(db, "bob"),

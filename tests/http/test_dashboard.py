@@ -12,11 +12,12 @@ import pytest
 
 from tests.helpers import http_server
 from tests.http.dashboard_site import Site, csrf_of, dashboard_site, explained, hits
+from tests.store.backends import Backend
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    with dashboard_site(tmp_path_factory.mktemp("dash")) as built:
+def site(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[Site]:
+    with dashboard_site(tmp_path_factory.mktemp("dash"), backend) as built:
         yield built
 
 
@@ -84,13 +85,13 @@ def test_a_forged_cookie_is_no_session(site: Site) -> None:
     assert client.get("/").status_code == 303
 
 
-def test_a_revoked_key_ends_the_session_at_once(tmp_path: Path) -> None:
+def test_a_revoked_key_ends_the_session_at_once(tmp_path: Path, backend: Backend) -> None:
     import subprocess
 
     from tests.helpers import MEMHUB
     from tests.http.dashboard_site import create_key
 
-    db = tmp_path / "m.db"
+    db = backend.url(tmp_path, "m.db")
     key = create_key(db, "carol", "--admin")
     with http_server(db, "--auth", "apikey") as base:
         site = Site(base, tmp_path, db, {"carol": key})
@@ -100,10 +101,10 @@ def test_a_revoked_key_ends_the_session_at_once(tmp_path: Path) -> None:
         assert client.get("/").status_code == 303
 
 
-def test_refused_logins_spend_the_client_ip_budget(tmp_path: Path) -> None:
+def test_refused_logins_spend_the_client_ip_budget(tmp_path: Path, backend: Backend) -> None:
     from tests.http.dashboard_site import create_key
 
-    db = tmp_path / "m.db"
+    db = backend.url(tmp_path, "m.db")
     key = create_key(db, "carol")
     with http_server(db, "--auth", "apikey", env={"MEMHUB_RATE_LIMIT_IP_READ": "3"}) as base:
         site = Site(base, tmp_path, db, {"carol": key})
@@ -118,9 +119,10 @@ def test_refused_logins_spend_the_client_ip_budget(tmp_path: Path) -> None:
         assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
 
 
-def test_loopback_without_auth_is_the_local_user(tmp_path: Path) -> None:
-    with http_server(tmp_path / "m.db") as base:
-        client = Site(base, tmp_path, tmp_path / "m.db", {}).browser()
+def test_loopback_without_auth_is_the_local_user(tmp_path: Path, backend: Backend) -> None:
+    db = backend.url(tmp_path, "m.db")
+    with http_server(db) as base:
+        client = Site(base, tmp_path, db, {}).browser()
         page = client.get("/")
         assert page.status_code == 200 and "alice" in page.text and "Log out" not in page.text
         assert client.get("/ui/login").status_code == 303

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.http.dashboard_site import HOSTILE, Site, dashboard_site
+from tests.store.backends import Backend
 
 CHROMIUM = Path(os.environ.get("MEMHUB_CHROMIUM", "/usr/bin/chromium"))
 ARGS = [
@@ -37,8 +38,8 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    with dashboard_site(tmp_path_factory.mktemp("browser")) as built:
+def site(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[Site]:
+    with dashboard_site(tmp_path_factory.mktemp("browser"), backend) as built:
         yield built
 
 

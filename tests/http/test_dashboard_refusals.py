@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import pytest
 
 from tests.http.dashboard_site import Site, dashboard_site
-from tests.store.backends import rows, selected
+from tests.store.backends import Backend, rows, selected
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    with dashboard_site(tmp_path_factory.mktemp("dash-refusals")) as built:
+def site(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[Site]:
+    with dashboard_site(tmp_path_factory.mktemp("dash-refusals"), backend) as built:
         yield built
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -14,6 +13,7 @@ import pytest
 
 from tests.helpers import counts, http_server
 from tests.http import rpc
+from tests.store.backends import Backend
 
 BAD_IDS: list[Any] = [{"a": 1}, [1], True, False, 1.5, None]
 IDS = ["object", "array", "true", "false", "float", "null"]
@@ -37,14 +37,14 @@ def _is_invalid_request(status: int, body: bytes) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    db = tmp_path_factory.mktemp("ids") / "m.db"
+def server(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> Iterator[tuple[str, str]]:
+    db = backend.url(tmp_path_factory.mktemp("ids"), "m.db")
     with http_server(db) as base:
         yield base, db
 
 
 @pytest.mark.parametrize("request_id", BAD_IDS, ids=IDS)
-def test_streamable_http(server: tuple[str, Path], request_id: Any) -> None:
+def test_streamable_http(server: tuple[str, str], request_id: Any) -> None:
     base, db = server
     session = rpc.session(base)
     before = counts(db)
@@ -55,7 +55,7 @@ def test_streamable_http(server: tuple[str, Path], request_id: Any) -> None:
 
 
 @pytest.mark.parametrize("request_id", BAD_IDS, ids=IDS)
-def test_sse_message_endpoints(server: tuple[str, Path], request_id: Any) -> None:
+def test_sse_message_endpoints(server: tuple[str, str], request_id: Any) -> None:
     base, db = server
     with httpx2.Client(timeout=10) as http, http.stream("GET", f"{base}/sse") as stream:
         lines = stream.iter_lines()

@@ -12,16 +12,17 @@ from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 from tests.helpers import http_server, ok
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 MARKER = "zq-secret-marker-4711"
 
 
-async def test_debug_logging_keeps_stored_text_out_of_stderr(tmp_path: Path) -> None:
+async def test_debug_logging_keeps_stored_text_out_of_stderr(tmp_path: Path, backend: Backend) -> None:
     log = tmp_path / "stderr.log"
     with (
         log.open("wb") as stderr,
-        http_server(tmp_path / "m.db", env={"MEMHUB_LOG_LEVEL": "DEBUG"}, stderr=stderr) as base,
+        http_server(backend.url(tmp_path, "m.db"), env={"MEMHUB_LOG_LEVEL": "DEBUG"}, stderr=stderr) as base,
     ):
         async with Client(f"{base}/mcp") as client:
             await ok(client, "memory", action="store", content=f"http {MARKER}", domain="user")

@@ -16,11 +16,12 @@ import httpx2
 
 from tests.helpers import MEMHUB, http_server
 from tests.http import rpc
+from tests.store.backends import Backend
 
 PING = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
 
 
-def _keys(db: Path, *names: str) -> dict[str, str]:
+def _keys(db: str | Path, *names: str) -> dict[str, str]:
     def create(name: str, *extra: str) -> str:
         out = subprocess.run(
             [MEMHUB, "--db", str(db), "apikey", "create", name, *extra],
@@ -35,8 +36,8 @@ def _keys(db: Path, *names: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _server(tmp_path: Path, **env: str) -> Iterator[tuple[str, dict[str, str]]]:
-    db = tmp_path / "m.db"
+def _server(tmp_path: Path, backend: Backend, **env: str) -> Iterator[tuple[str, dict[str, str]]]:
+    db = backend.url(tmp_path, "m.db")
     keys = _keys(db, "alice", "bob", "carol")
     with http_server(db, "--auth", "apikey", env=env) as base:
         yield base, {name: key for name, key in keys.items()}
@@ -60,9 +61,9 @@ def _open_sessions(base: str, alice_key: str) -> float:
     return float(lines[0].split()[1])
 
 
-def test_sessions_are_bounded_per_principal_and_in_total(tmp_path: Path) -> None:
+def test_sessions_are_bounded_per_principal_and_in_total(tmp_path: Path, backend: Backend) -> None:
     env = {"MEMHUB_MAX_SESSIONS_PER_PRINCIPAL": "3", "MEMHUB_MAX_SESSIONS": "5"}
-    with _server(tmp_path, **env) as (base, keys):
+    with _server(tmp_path, backend, **env) as (base, keys):
         alice = [_open(base, keys["alice"]) for _ in range(10)]
         alive = [_ping(base, s) for s in alice]
         assert alive == [404] * 7 + [200] * 3, alive  # the oldest idle ones were closed
@@ -97,9 +98,9 @@ class _Stream:
         self._context.__exit__(None, None, None)
 
 
-def test_open_streams_are_never_closed_for_a_new_session(tmp_path: Path) -> None:
+def test_open_streams_are_never_closed_for_a_new_session(tmp_path: Path, backend: Backend) -> None:
     with (
-        _server(tmp_path, MEMHUB_MAX_SESSIONS_PER_PRINCIPAL="2") as (base, keys),
+        _server(tmp_path, backend, MEMHUB_MAX_SESSIONS_PER_PRINCIPAL="2") as (base, keys),
         httpx2.Client(timeout=10) as http,
     ):
         first, second = _Stream(http, base, keys["bob"]), _Stream(http, base, keys["bob"])
@@ -116,8 +117,8 @@ def test_open_streams_are_never_closed_for_a_new_session(tmp_path: Path) -> None
         second.close()
 
 
-def test_a_session_serves_only_the_principal_that_opened_it(tmp_path: Path) -> None:
-    with _server(tmp_path) as (base, keys):
+def test_a_session_serves_only_the_principal_that_opened_it(tmp_path: Path, backend: Backend) -> None:
+    with _server(tmp_path, backend) as (base, keys):
         alice = _open(base, keys["alice"])
         as_bob = {**alice, "X-API-Key": keys["bob"]}
         assert _ping(base, as_bob) == 404  # as if the session did not exist
@@ -154,8 +155,8 @@ def test_a_session_serves_only_the_principal_that_opened_it(tmp_path: Path) -> N
             stream.close()
 
 
-def test_every_method_is_metered(tmp_path: Path) -> None:
-    with _server(tmp_path, MEMHUB_RATE_LIMIT_READ="5") as (base, keys):
+def test_every_method_is_metered(tmp_path: Path, backend: Backend) -> None:
+    with _server(tmp_path, backend, MEMHUB_RATE_LIMIT_READ="5") as (base, keys):
         session = _open(base, keys["bob"])  # initialize and notifications/initialized: 2 reads
         listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
         resource = {"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "pce://x/1"}}
@@ -164,7 +165,7 @@ def test_every_method_is_metered(tmp_path: Path) -> None:
         status, headers, _ = rpc.post(base, PING, session)
         assert status == 429 and int(headers["retry-after"]) >= 1
         assert _ping(base, _open(base, keys["carol"])) == 200  # another principal's own bucket
-    with _server(tmp_path / "ip", MEMHUB_RATE_LIMIT_IP_READ="4") as (base, keys):
+    with _server(tmp_path / "ip", backend, MEMHUB_RATE_LIMIT_IP_READ="4") as (base, keys):
         session = _open(base, keys["bob"])
         statuses = [_ping(base, session) for _ in range(3)]
         assert statuses == [200, 200, 429], statuses

@@ -12,13 +12,16 @@ import pytest
 from tests.helpers import http_server
 from tests.http import rpc
 from tests.http.test_sessions import _keys
+from tests.store.backends import Backend
 
 STORE_WIDE = ("vectors_indexed", "embedder_queue", "vectors_pending", "index_rate")  # services/ops.py
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
-    db = tmp_path_factory.mktemp("counts") / "m.db"
+def server(
+    tmp_path_factory: pytest.TempPathFactory, backend: Backend
+) -> Iterator[tuple[str, dict[str, str]]]:
+    db = backend.url(tmp_path_factory.mktemp("counts"), "m.db")
     keys = _keys(db, "alice", "bob")  # alice is an admin, bob a member
     with http_server(db, "--auth", "apikey", "--embedder", "hash") as base:
         yield base, keys

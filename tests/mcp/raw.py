@@ -6,6 +6,7 @@ import json
 import os
 import select
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,15 +39,16 @@ class RawServer:
     def __init__(self, db: str | Path, *extra: str, embedder: str = "none") -> None:
         params = stdio_params(db, "alice", *extra)
         env = {**(params.env or {}), "MEMHUB_EMBEDDER": embedder}
-        self.stderr_path = Path(db).with_suffix(".stderr")  # beside a database file
-        with self.stderr_path.open("wb") as stderr:  # a file: a chatty server never blocks on a full pipe
-            self.proc = subprocess.Popen(
-                [params.command, *params.args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                env=env,
-            )
+        # a file, not a pipe: a chatty server never blocks on a full pipe (an unnamed one: `db`
+        # may be a URL, with no folder to write beside)
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self.proc = subprocess.Popen(
+            [params.command, *params.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+        )
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self._out = self.proc.stdout.fileno()
         self._buffer = b""
@@ -93,7 +95,9 @@ class RawServer:
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
-        stderr = self.stderr_path.read_text(encoding="utf-8", errors="replace")
+        self._stderr.seek(0)
+        stderr = self._stderr.read().decode("utf-8", errors="replace")
+        self._stderr.close()
         assert code == 0, stderr[-3000:]
         return stderr
 

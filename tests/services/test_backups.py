@@ -16,8 +16,8 @@ from memhub.cli.container import build_container
 from memhub.services import ops
 from memhub.services.backups import DailyBackups, list_backups
 from tests.conftest import make_settings
-from tests.helpers import MEMHUB, ok, stdio_params
-from tests.store.backends import Backend
+from tests.helpers import MEMHUB, http_server, ok, stdio_params
+from tests.store.backends import Backend, postgres_only, sqlite_only
 
 pytestmark = pytest.mark.anyio
 
@@ -30,6 +30,7 @@ class MovableClock:
         return self.at
 
 
+@sqlite_only("backups")
 async def test_daily_backup_is_taken_verified_pruned_and_restorable(tmp_path: Path, backend: Backend) -> None:
     container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
     clock = MovableClock(datetime(2026, 3, 1, 2, 59, tzinfo=UTC))
@@ -67,6 +68,7 @@ async def test_daily_backup_is_taken_verified_pruned_and_restorable(tmp_path: Pa
     assert listed[0].split("\t")[0].endswith("memhub-daily-20260302.db")
 
 
+@sqlite_only("backups")
 async def test_a_backup_that_fails_verification_is_not_kept(
     tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -81,6 +83,7 @@ async def test_a_backup_that_fails_verification_is_not_kept(
         container.close()
 
 
+@sqlite_only("backups")
 async def test_serve_takes_no_daily_backup_when_the_time_is_empty(tmp_path: Path) -> None:
     """`MEMHUB_BACKUP_TIME=` (set, empty) turns the daily backup off; `00:00` (always past) is the
     control: that server writes today's backup at start."""
@@ -98,3 +101,19 @@ async def test_serve_takes_no_daily_backup_when_the_time_is_empty(tmp_path: Path
                 await anyio.sleep(0.05)
         daily = sorted(p.name for p in (home / "backups").glob("memhub-daily-*.db"))
         assert len(daily) == (1 if at else 0), (name, daily)
+
+
+@postgres_only
+def test_serve_on_postgresql_takes_no_daily_backup_and_says_why(tmp_path: Path, backend: Backend) -> None:
+    """A daily backup is a SQLite file: on PostgreSQL serve says once at start that pg_dump is
+    the way, and writes no backup (nor fails one every day)."""
+    log = tmp_path / "stderr.log"
+    env = {"MEMHUB_HOME": str(tmp_path), "MEMHUB_BACKUP_TIME": "00:00", "MEMHUB_LOG_LEVEL": "INFO"}
+    with log.open("wb") as stderr, http_server(backend.url(tmp_path), env=env, stderr=stderr):
+        deadline = time.monotonic() + 20
+        while "no daily backups" not in log.read_text(encoding="utf-8", errors="replace"):
+            assert time.monotonic() < deadline, log.read_text(encoding="utf-8", errors="replace")[-2000:]
+            time.sleep(0.05)
+    text = log.read_text(encoding="utf-8", errors="replace")
+    assert "pg_dump" in text and "daily backup failed" not in text
+    assert not (tmp_path / "backups").exists()

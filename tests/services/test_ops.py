@@ -1,5 +1,6 @@
 """Operations through the tools: backups and restores a tool names stay in the backups folder,
-and their errors name no server path."""
+and their errors name no server path. Backups are SQLite's (on PostgreSQL the admin tool points
+to pg_dump: tests/services/assoc/test_manage.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 
 from tests.helpers import counts
 from tests.pair import Pair
+from tests.store.backends import sqlite_only
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, sqlite_only("backups")]
 
 
 @pytest.mark.parametrize(

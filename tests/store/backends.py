@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+import pytest
+
 
 class RawError(Exception):
     """The database refused a raw statement (a trigger, a constraint)."""
@@ -190,6 +192,41 @@ def selected() -> Backend:
     if name not in BACKENDS:
         raise ValueError(f"MEMHUB_TEST_BACKEND={name!r}; expected one of {', '.join(BACKENDS)}")
     return BACKENDS[name]
+
+
+# What only a SQLite store has (documented in docs/deployment.md): a test of one of these is
+# skipped on another backend through `sqlite_only`/`skip_unless_sqlite` and nowhere else, so
+# `pytest -rs` counts the skips by their one reason each.
+SQLITE_ONLY = {
+    "encryption": "encryption at rest is SQLite's (docs/security.md)",
+    "backups": "memhub backup/restore copy SQLite files; PostgreSQL has pg_dump (docs/deployment.md)",
+    "file checks": "the file doctor and integrity checks read a SQLite file (docs/reliability.md)",
+}
+
+
+def _only_sqlite(feature: str) -> str | None:
+    """Why a test of `feature` does not run on the backend under test (None: it runs)."""
+    reason = SQLITE_ONLY[feature]  # a KeyError: name the feature in SQLITE_ONLY first
+    return None if selected().name == "sqlite" else f"SQLite only: {reason}"
+
+
+def sqlite_only(feature: str) -> pytest.MarkDecorator:
+    """Mark a test (or a module, as `pytestmark`) of a SQLite-only `feature` of SQLITE_ONLY."""
+    reason = _only_sqlite(feature)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+def skip_unless_sqlite(feature: str) -> None:
+    """`sqlite_only` inside a test or fixture (a parametrized variant of a SQLite-only feature)."""
+    reason = _only_sqlite(feature)
+    if reason is not None:
+        pytest.skip(reason)
+
+
+# A test of what only PostgreSQL does (its refusals of SQLite's features, its replicas).
+postgres_only = pytest.mark.skipif(
+    selected().name != "postgresql", reason="PostgreSQL only: needs MEMHUB_TEST_BACKEND=postgresql"
+)
 
 
 def rows(url: str | Path, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -14,7 +14,7 @@ import pytest
 
 from memhub.store.base import Store
 from memhub.store.open import open_store
-from tests.store.backends import Backend, selected
+from tests.store.backends import Backend, selected, skip_unless_sqlite
 from tests.store.contract import OpenStore, Seed, TickClock
 
 VARIANTS = [selected().name, f"{selected().name}-encrypted"]  # test ids: [sqlite], [sqlite-encrypted]
@@ -22,11 +22,11 @@ CONTENT_KEY = bytes(range(32))  # "-encrypted": item text under AES-GCM (store/c
 
 
 @pytest.fixture(params=VARIANTS)
-def encrypted(request: pytest.FixtureRequest, backend: Backend) -> bool:
+def encrypted(request: pytest.FixtureRequest) -> bool:
     """Whether the store under test encrypts item text."""
     on = str(request.param).endswith("-encrypted")
-    if on and not backend.encryption:
-        pytest.skip(f"{backend.name} does not encrypt content (docs/security.md)")
+    if on:
+        skip_unless_sqlite("encryption")
     return on
 
 

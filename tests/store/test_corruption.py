@@ -24,8 +24,9 @@ from memhub.cli.container import build_container
 from memhub.cli.main import main
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, REPO, ok
-from tests.store.backends import BACKENDS
+from tests.store.backends import BACKENDS, sqlite_only
 
+pytestmark = sqlite_only("file checks")  # damaged SQLite files, whatever the backend under test
 PAGE = 4096
 WAL_HEADER, FRAME = 32, 24 + PAGE
 

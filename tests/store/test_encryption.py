@@ -18,13 +18,11 @@ from memhub.core.errors import MemhubError
 from memhub.store.rows import NewItem
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
-from tests.store.backends import Backend, selected
+from tests.store.backends import Backend, sqlite_only
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(
-        not selected().encryption, reason="this backend refuses encryption (docs/security.md)"
-    ),
+    sqlite_only("encryption"),
 ]
 SECRET_WORDS = ("quetzalcoatl", "marmalade", "zirconium")
 CONTENT = "The quetzalcoatl marmalade recipe needs zirconium spoons; 秘密の暗号鍵は金庫にある"

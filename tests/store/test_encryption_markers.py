@@ -22,7 +22,7 @@ from memhub.store.rows import ItemQuery
 from memhub.store.sqlite.database import SqliteStore
 from tests.conftest import make_settings
 from tests.helpers import MEMHUB, ok
-from tests.store.backends import Backend, selected
+from tests.store.backends import Backend, sqlite_only
 
 pytestmark = pytest.mark.anyio
 SECRET = "s3cret-for-tests"
@@ -125,7 +125,7 @@ async def _write_everything(client: Client, container: Container) -> dict[str, s
     return found
 
 
-@pytest.mark.skipif(not selected().encryption, reason="this backend refuses encryption (docs/security.md)")
+@sqlite_only("encryption")
 async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(
     tmp_path: Path, backend: Backend
 ) -> None:
@@ -186,6 +186,7 @@ async def test_no_user_text_in_clear_in_the_file_wal_backup_or_proposals(
     assert _leaks(closed) == []
 
 
+@sqlite_only("encryption")
 def test_a_store_encrypted_by_an_older_memhub_is_sealed_at_start(tmp_path: Path) -> None:
     """Older stores encrypted titles and bodies only: their attributes, tags and names are
     sealed when a server opens them, and lookups by name and tag still find them."""

@@ -67,6 +67,21 @@ def test_insert_and_get_round_trip(store: Store, seed: Seed) -> None:
         assert tx.max_item_id() == row.id
 
 
+def test_insert_keeps_given_times(store: Store, seed: Seed) -> None:
+    """An import's items keep their original times: created_at, and updated_at (default: the
+    given created_at); only an item without them takes the transaction's time."""
+    created, updated = "2025-01-01T09:00:00.000000Z", "2025-02-01T09:00:00.000000Z"
+    both = seed.item("both", created_at=created, updated_at=updated)
+    only_created = seed.item("created", created_at=created)
+    with store.transaction(write=True) as tx:
+        fresh, now = tx.insert_item(NewItem(kind="memory", owner="alice", scope="global", body="new")), tx.now
+    assert (both.created_at, both.updated_at) == (created, updated)
+    assert (only_created.created_at, only_created.updated_at) == (created, created)
+    assert fresh.created_at == fresh.updated_at == now
+    with store.transaction(write=False) as tx:
+        assert tx.get_item(ALICE, both.id) == both
+
+
 def test_empty_store(store: Store) -> None:
     with store.transaction(write=False) as tx:
         assert tx.max_item_id() == 0

@@ -1,5 +1,5 @@
-"""The optional protocols a file-backed store may offer: Backups, Checks, FileSize, ChangeProbe.
-Each test skips when the backend under test does not implement its protocol."""
+"""The optional protocols of a store: Backups, Checks (SQLite's alone: their tests skip on the
+other backends, through tests/store/backends.sqlite_only), FileSize, ChangeProbe (every backend)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,20 @@ import pytest
 from memhub.audit.chain import verify_chain
 from memhub.store.base import BACKUP_PARTS, Backups, ChangeProbe, Checks, FileSize, ItemQuery, Store
 from memhub.store.open import open_store
+from tests.store.backends import skip_unless_sqlite
 from tests.store.contract import OpenStore, Seed, TickClock, viewer
 
 ALICE = viewer("alice")
 
 
+SQLITE_ONLY = {Backups: "backups", Checks: "file checks"}  # features of backends.SQLITE_ONLY
+
+
 def needs(store: Store, protocol: type) -> None:
-    if not isinstance(store, protocol):
-        pytest.skip(f"{type(store).__name__} does not implement {protocol.__name__}")
+    """Skip a test of a SQLite-only protocol on another backend; every other gap is a failure."""
+    if protocol in SQLITE_ONLY:
+        skip_unless_sqlite(SQLITE_ONLY[protocol])
+    assert isinstance(store, protocol), f"{type(store).__name__} does not implement {protocol.__name__}"
 
 
 def content(store: Store) -> tuple[list[tuple[int, str, str]], list[tuple[int, int, str]], int]:

@@ -13,11 +13,11 @@ from memhub.core.errors import MemhubError
 from memhub.store.open import open_store
 from memhub.store.rows import NewItem
 from tests.conftest import make_settings
-from tests.store.backends import Backend, selected
+from tests.store.backends import Backend, sqlite_only
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(not selected().encryption, reason="the backend refuses encryption (security.md)"),
+    sqlite_only("encryption"),
 ]
 
 

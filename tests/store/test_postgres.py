@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from memhub.core.errors import ErrorKind, MemhubError
+from memhub.store import postgres
 from memhub.store.open import open_store
 from memhub.store.postgres import text
 from memhub.store.postgres.database import redacted
 from memhub.store.versions import known_schema_version
-from tests.store.backends import Backend, selected
+from tests.store.backends import Backend, postgres_only
 from tests.store.contract import TickClock
 
-on_postgres = pytest.mark.skipif(
-    selected().name != "postgresql", reason="needs MEMHUB_TEST_BACKEND=postgresql"
-)
+on_postgres = postgres_only
+MIGRATIONS = [p.name for p in (Path(postgres.__file__).parent / "migrations").glob("*.sql")]
 
 
 def test_tsvector_holds_the_sqlite_index_tokens_folded_like_fts5() -> None:

@@ -18,6 +18,7 @@ from memhub.cli.container import Container
 from memhub.core.errors import MemhubError
 from memhub.core.settings import Settings
 from memhub.mcp.stdio import serve_stdio
+from memhub.services import ops
 from memhub.services.backups import DailyBackups
 from memhub.services.readiness import readiness
 from memhub.services.vault.state import VaultState
@@ -139,7 +140,10 @@ async def serve(container: Container) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(container.run_background)
         tg.start_soon(_sweep_vault, container)
-        if settings.backup_time:
+        refused = ops.no_backups(container.runtime.store)
+        if settings.backup_time and refused:
+            log.info("no daily backups: %s", refused)
+        elif settings.backup_time:
             daily = DailyBackups(container.runtime, settings.backup_time, settings.backup_keep)
             tg.start_soon(daily.run_forever)
         web = listeners(settings)

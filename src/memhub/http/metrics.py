@@ -12,7 +12,10 @@ Gauges = Callable[[], dict[str, float]]  # name -> value, read at scrape time
 
 # The state read at scrape time: its type (a `_total` only ever grows) and HELP text.
 STATE: dict[str, tuple[str, str]] = {
-    "store_bytes": ("gauge", "Size of the SQLite store file in bytes."),
+    "store_bytes": (
+        "gauge",
+        "Size of the store in bytes (SQLite: file and WAL; PostgreSQL: pg_database_size).",
+    ),
     "embedder_ready": ("gauge", "1 once the embedding model is loaded, else 0."),
     "embedder_queue_depth": ("gauge", "Texts waiting for the embedding model."),
     "vectors_indexed": ("gauge", "Vectors in the in-memory search index."),

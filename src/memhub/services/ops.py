@@ -16,7 +16,7 @@ from typing import Any
 
 from memhub.core.errors import ErrorKind, MemhubError, conflict, invalid, not_found
 from memhub.services.runtime import Runtime
-from memhub.store.base import BACKUP_PARTS, Backups, Checks, FileSize
+from memhub.store.base import BACKUP_PARTS, Backups, Checks, FileSize, Store
 
 # What `health` says about the whole store's content and activity: the admin role only.
 STORE_WIDE = ("vectors_indexed", "embedder_queue", "vectors_pending", "index_rate")
@@ -31,10 +31,25 @@ async def _silent(done: float, total: float | None, message: str | None = None) 
     return None
 
 
+# Why a store without the Backups protocol refuses backup/restore (one line, what to do instead).
+NO_BACKUPS = {
+    "postgresql": "memhub backup and restore copy SQLite files; back up a PostgreSQL store"
+    " with pg_dump and restore it with pg_restore (docs/deployment.md)",
+}
+
+
+def no_backups(store: Store) -> str | None:
+    """Why `store` has no memhub backups (None: it has them)."""
+    if isinstance(store, Backups):
+        return None
+    return NO_BACKUPS.get(store.backend, f"a {store.backend} store has no memhub backups")
+
+
 def _backups(runtime: Runtime) -> Backups:
-    if not isinstance(runtime.store, Backups):
-        raise MemhubError(ErrorKind.UNAVAILABLE, "this store does not support backups")
-    return runtime.store
+    store = runtime.store
+    if not isinstance(store, Backups):
+        raise MemhubError(ErrorKind.UNAVAILABLE, no_backups(store) or "")
+    return store
 
 
 async def health(runtime: Runtime) -> tuple[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.pair import Pair
+from tests.store.backends import postgres_only, sqlite_only
 
 pytestmark = pytest.mark.anyio
 
@@ -221,7 +222,7 @@ async def test_visualize_renders_real_formats(pair: Pair, kind: str) -> None:
         ] == "not_found"
 
 
-async def test_admin_actions(pair: Pair, tmp_path: Path) -> None:
+async def test_admin_actions(pair: Pair) -> None:
     ids = await _seed(pair)
     health = await pair.b("admin", action="health_check")
     assert health["status"] == "ok" and health["details"]["database"] == "ok", health
@@ -232,6 +233,28 @@ async def test_admin_actions(pair: Pair, tmp_path: Path) -> None:
     stats = await pair.a("admin", action="system_stats")
     assert stats["details"]["tables"]["items"] == 4
 
+    reindexed = await pair.a("admin", action="reindex")
+    assert reindexed["details"]["text_indexed"] == 4 and reindexed["details"]["vectors_embedded"] == 4
+    found = await pair.a("memory", action="search", query="TypeScript", threshold=0.0)
+    assert found["memories"][0]["id"] == ids[0]
+    cleaned = await pair.a("admin", action="cleanup_orphans")
+    assert set(cleaned["details"]["removed"]) >= {"expired_items", "dangling_links", "stale_vectors"}
+
+    config = {"source_domain": "user", "target_domain": "global", "filter_criteria": {"category": "lang"}}
+    dry = await pair.a("admin", action="migrate_domain", migration_config=config)
+    assert dry["status"] == "dry_run" and dry["details"]["matched"] == 1
+    assert (await pair.b_err("memory", action="get", memory_id=ids[0]))["error"]["code"] == "not_found"
+    await pair.a("admin", action="migrate_domain", migration_config=config, force=True)
+    assert (await pair.b("memory", action="get", memory_id=ids[0]))["memory"]["domain"] == "global"
+    bad = {"source_domain": "user", "target_domain": "project", "filter_criteria": {}}
+    assert (await pair.a_err("admin", action="migrate_domain", migration_config=bad))["error"]["code"] == (
+        "invalid_parameter"
+    )
+
+
+@sqlite_only("backups")
+async def test_admin_backup_and_restore(pair: Pair, tmp_path: Path) -> None:
+    ids = await _seed(pair)
     backup = tmp_path / "backups" / "backup.db"  # tool calls name files in the backups folder only
     made = await pair.a("admin", action="backup", backup_path="backup.db")
     assert backup.is_file() and made["details"]["bytes"] > 0
@@ -260,23 +283,19 @@ async def test_admin_actions(pair: Pair, tmp_path: Path) -> None:
         "code"
     ] == "not_found"
 
-    reindexed = await pair.a("admin", action="reindex")
-    assert reindexed["details"]["text_indexed"] == 4 and reindexed["details"]["vectors_embedded"] == 4
-    found = await pair.a("memory", action="search", query="TypeScript", threshold=0.0)
-    assert found["memories"][0]["id"] == ids[0]
-    cleaned = await pair.a("admin", action="cleanup_orphans")
-    assert set(cleaned["details"]["removed"]) >= {"expired_items", "dangling_links", "stale_vectors"}
 
-    config = {"source_domain": "user", "target_domain": "global", "filter_criteria": {"category": "lang"}}
-    dry = await pair.a("admin", action="migrate_domain", migration_config=config)
-    assert dry["status"] == "dry_run" and dry["details"]["matched"] == 1
-    assert (await pair.b_err("memory", action="get", memory_id=ids[0]))["error"]["code"] == "not_found"
-    await pair.a("admin", action="migrate_domain", migration_config=config, force=True)
-    assert (await pair.b("memory", action="get", memory_id=ids[0]))["memory"]["domain"] == "global"
-    bad = {"source_domain": "user", "target_domain": "project", "filter_criteria": {}}
-    assert (await pair.a_err("admin", action="migrate_domain", migration_config=bad))["error"]["code"] == (
-        "invalid_parameter"
-    )
+@postgres_only
+async def test_admin_backup_and_restore_on_postgresql_point_to_pg_dump(pair: Pair, tmp_path: Path) -> None:
+    """The admin tool's backup and restore on PostgreSQL: `unavailable`, one line naming
+    pg_dump/pg_restore and no server path; nothing is written."""
+    await _seed(pair)
+    for arguments in ({"action": "backup"}, {"action": "restore", "backup_path": "backup.db"}):
+        error = (await pair.a_err("admin", **arguments))["error"]
+        assert error["code"] == "unavailable", error
+        assert "pg_dump" in error["message"] and "pg_restore" in error["message"], error
+        assert "\n" not in error["message"] and str(tmp_path) not in error["message"]
+    assert not (tmp_path / "backups").exists()
+    assert (await pair.a("admin", action="system_stats"))["details"]["tables"]["items"] == 4
 
 
 async def test_long_import_and_reindex_report_progress(pair: Pair) -> None:

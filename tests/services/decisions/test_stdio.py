@@ -9,7 +9,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from memhub.services.decisions import proposals
-from tests.helpers import MEMHUB, counts, error_body, ok
+from tests.helpers import MEMHUB, REPO, counts, error_body, ok
 from tests.store.backends import Backend, selected
 
 pytestmark = pytest.mark.anyio
@@ -37,6 +37,7 @@ def _params(home: Path) -> StdioServerParameters:
             "PATH": "/usr/bin:/bin",
             "AGENT_MEMORY_SECRET": "s3cret-for-tests",
             "MEMHUB_REVIEW_WINDOW_S": "0",
+            "PYTHONPATH": str(REPO / "src"),  # this checkout's source
         },
     )
 

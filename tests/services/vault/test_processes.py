@@ -16,6 +16,7 @@ from mcp import Client
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.services.vault.files import sweep_temp_files
 from tests.helpers import REPO, ok, stdio_params
+from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
 APPENDS = int(os.environ.get("MEMHUB_VAULT_RACE_APPENDS", "1000"))
@@ -80,7 +81,7 @@ def test_two_processes_append_to_one_note_and_lose_nothing(tmp_path: Path, lock:
     assert (vault / ".memhub-lock").exists() == (lock == "file")  # auto: the folder is locked here
 
 
-async def test_serve_sweeps_the_temporary_files_of_killed_writes(tmp_path: Path) -> None:
+async def test_serve_sweeps_the_temporary_files_of_killed_writes(tmp_path: Path, backend: Backend) -> None:
     vault = tmp_path / "vault"
     (vault / "deep" / ".hidden").mkdir(parents=True)
     (vault / "note.md").write_text("kept\n", encoding="utf-8")
@@ -92,7 +93,8 @@ async def test_serve_sweeps_the_temporary_files_of_killed_writes(tmp_path: Path)
     ]
     for path in stale + others:
         path.write_bytes(b"half a note")
-    params = stdio_params(tmp_path / "m.db", "alice", "--toolsets", "vault", "--vault", str(vault))
+    db = backend.url(tmp_path, "m.db")
+    params = stdio_params(db, "alice", "--toolsets", "vault", "--vault", str(vault))
     async with Client(params) as client:
         await ok(client, "vault_ls")
         deadline = time.monotonic() + 20

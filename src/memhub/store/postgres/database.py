@@ -16,6 +16,7 @@ substring search have no PostgreSQL counterpart yet.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
@@ -38,8 +39,18 @@ log = logging.getLogger(__name__)
 
 WRITER_LOCK = 0x6D656D6875620001  # pg_advisory_xact_lock key: one write transaction at a time
 MIGRATION_LOCK = 0x6D656D6875620000  # one replica applies migrations, the others wait for it
+COUNT_COMMIT = (
+    "INSERT INTO store_writers(token, commits) VALUES (%s, 1)"
+    " ON CONFLICT (token) DO UPDATE SET commits = store_writers.commits + 1"
+)
+RETIRE_WRITER = (
+    "WITH gone AS (DELETE FROM store_writers WHERE token = %s RETURNING commits)"
+    " INSERT INTO store_writers(token, commits) SELECT 'retired', commits FROM gone"
+    " ON CONFLICT (token) DO UPDATE SET commits = store_writers.commits + excluded.commits"
+)
 POOL_MAX = 10
 CONNECT_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 2.0
 BUSY = "the database is busy (no free connection); retry the call"
 ENCRYPTION_REFUSED = (
     "content encryption is not available on PostgreSQL yet: start without an encryption key"
@@ -77,6 +88,7 @@ class PostgresStore(BucketsMixin):
         self.clock: Clock = clock or SystemClock()
         self.cipher = None
         self._hnsw: set[int] = set()
+        self._writer = secrets.token_hex(8)  # this store's row of store_writers (the change probe)
         self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             url,
             min_size=1,
@@ -131,6 +143,7 @@ class PostgresStore(BucketsMixin):
             with _storage_errors(), conn.transaction():
                 if write:
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+                    conn.execute(COUNT_COMMIT, (self._writer,))
                 yield PostgresTx(conn, isoformat(self.clock.now()), write=write, hnsw=self._hnsw)
 
     @contextmanager
@@ -152,6 +165,12 @@ class PostgresStore(BucketsMixin):
         return next(iter(rows[0].values())) if rows else None
 
     # -- change feeds -------------------------------------------------------------------
+
+    def data_version(self) -> int:
+        """Changes when another store (another replica) commits: a cheap "anything new?" probe,
+        the commits the other writers counted in store_writers; this store's own do not count."""
+        others = "SELECT coalesce(sum(commits), 0) FROM store_writers WHERE token <> %s"
+        return int(self._scalar(others, (self._writer,)))
 
     def vector_changes(
         self, embedder: str, after_seq: int, limit: int | None = None
@@ -191,6 +210,10 @@ class PostgresStore(BucketsMixin):
         high = rows[-1]["seq"] if rows else after_seq
         return high, sorted({r["item_id"] for r in rows if r["op"] == "del"})
 
+    def file_size(self) -> int:
+        """Bytes on disk: the database's size as PostgreSQL counts it (tables, indexes, TOAST)."""
+        return int(self._scalar("SELECT pg_database_size(current_database())"))
+
     def iter_events(self) -> Iterator[EventRow]:
         import json
 
@@ -201,7 +224,18 @@ class PostgresStore(BucketsMixin):
             )  # fmt: skip
 
     def close(self) -> None:
-        self._pool.close()
+        """Fold this store's commit count into the row 'retired' (the other stores' probes
+        do not move), then release the connections."""
+        try:
+            if not self._pool.closed:
+                with self._pool.connection(timeout=CLOSE_TIMEOUT_S) as conn:
+                    conn.read_only = False
+                    with conn.transaction():
+                        conn.execute(RETIRE_WRITER, (self._writer,))
+        except (psycopg.Error, PoolTimeout):
+            log.warning("could not retire this store's change counter (harmless)")
+        finally:
+            self._pool.close()
 
 
 @contextmanager

@@ -16,18 +16,17 @@ from psycopg import Connection
 from psycopg.rows import DictRow
 
 from memhub.core.errors import not_found
-from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import normalize
-from memhub.store.base import GROUPABLE, UPDATABLE, EventRow, ItemBrief, ItemQuery, ItemRow, LinkRow, NewItem
+from memhub.store.base import GROUPABLE, UPDATABLE, ItemBrief, ItemQuery, ItemRow, LinkRow, NewItem
 from memhub.store.postgres import bm25, text
 from memhub.store.postgres.maintenance import MaintenanceMixin
-from memhub.store.postgres.pce import PceMixin
 from memhub.store.postgres.people import PeopleMixin
 from memhub.store.sql import POSTGRESQL, item_where, visible
+from memhub.store.sql.audit import AuditMixin
 from memhub.store.sql.budget import bounded
 from memhub.store.sql.claims import ClaimsMixin
-from memhub.store.sql.events import events_page, events_page_queries
+from memhub.store.sql.pce import PceMixin
 from memhub.store.sql.rowmap import item_from_row
 
 TEXT_BUDGET = 5_000  # rows ranked per query at most (as on SQLite)
@@ -45,7 +44,8 @@ def _chunks(ids: Sequence[int]) -> list[list[int]]:
     return [list(ids[start : start + ID_CHUNK]) for start in range(0, len(ids), ID_CHUNK)]
 
 
-class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
+class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, ClaimsMixin):
+    conn: Connection[DictRow]
     dialect = POSTGRESQL
 
     def __init__(self, conn: Connection[DictRow], now: str, *, write: bool, hnsw: set[int]) -> None:
@@ -80,8 +80,8 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
                 json.dumps(item.attrs, ensure_ascii=False),
                 item.content_hash,
                 item.importance,
-                self.now,
-                self.now,
+                item.created_at or self.now,
+                item.updated_at or item.created_at or self.now,
                 item.expires_at,
                 item.category,
             ),
@@ -292,14 +292,14 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
         limit: int,
         budget: int = TEXT_BUDGET,
     ) -> tuple[list[tuple[int, float]], int]:
-        """`text_search` for `viewer`, and how many rows `wider` may read that rank at least as
-        high as the last hit (all of them when fewer than `limit` were found) and are not hits:
-        two ranked reads here (SQLite counts them in its one query)."""
+        """`text_search` for `viewer`, and how many rows that rank at least as high as the last
+        hit (all of them when fewer than `limit` were found) `wider` may read but `viewer` may
+        not: two ranked reads here (SQLite counts them in its one query)."""
         hits = self.text_search(viewer, terms, kinds, project_id, limit, budget)
         floor = hits[-1][1] if len(hits) >= limit else float("-inf")
         wide = self.text_search(wider, terms, kinds, project_id, max(4 * limit, 64), budget)
-        mine = {item_id for item_id, _ in hits}
-        return hits, sum(1 for item_id, score in wide if score >= floor and item_id not in mine)
+        above = [item_id for item_id, score in wide if score >= floor]
+        return hits, len(set(above) - self.visible_ids(viewer, above, kinds, project_id))
 
     def _count(self, expr: str) -> int:
         return int(self._one("SELECT count(*) FROM items_fts WHERE text @@ %s::tsquery", [expr]))
@@ -443,42 +443,7 @@ class PostgresTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
 
     # -- audit ----------------------------------------------------------------------------
 
-    def append_event(
-        self, principal: str, tool: str, outcome: str, detail: dict[str, Any], at: str | None = None
-    ) -> EventRow:
-        """Append to the hash chain, holding a transaction advisory lock taken before the head is
-        read, so several replicas never extend the same head."""
-        if not self.write:
-            raise ValueError("audit events are appended in write transactions only")
+    def _chain_lock(self) -> None:
+        """Held from reading the chain's head to the commit, so several replicas never extend
+        the same head (store/sql/audit.py appends)."""
         self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK,))
-        when = at or self.now
-        last = self._one("SELECT hash FROM events ORDER BY id DESC LIMIT 1")
-        prev = last if last is not None else GENESIS_HASH
-        digest = event_hash(prev, when, principal, tool, outcome, detail)
-        event_id = self._one(
-            "INSERT INTO events(at, principal, tool, outcome, detail, prev_hash, hash)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (when, principal, tool, outcome, json.dumps(detail, ensure_ascii=False), prev, digest),
-        )
-        return EventRow(int(event_id), when, principal, tool, outcome, detail, prev, digest)
-
-    def events_page(
-        self,
-        *,
-        before: int | None,
-        limit: int,
-        scan: int,
-        principal: str = "",
-        tool_prefix: str = "",
-        outcome: str = "",
-        mentions: str = "",
-    ) -> tuple[list[EventRow], int | None]:
-        """Keyset paging backwards on the primary key (store/sql/events.py)."""
-        (window, window_args), (page, page_args) = events_page_queries(
-            POSTGRESQL, before=before, limit=limit, scan=scan, principal=principal,
-            tool_prefix=tool_prefix, outcome=outcome, mentions=mentions,
-        )  # fmt: skip
-        scanned = self.conn.execute(window, window_args).fetchone()
-        rows = self.conn.execute(page, page_args).fetchall()
-        lowest, count = (scanned["lowest"], int(scanned["n"])) if scanned is not None else (None, 0)
-        return events_page(rows, lowest, count, limit, scan)

@@ -12,7 +12,7 @@ both win one item.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from memhub.store.sql.dialect import Dialect
 
@@ -21,7 +21,7 @@ CHUNK = 500
 
 class ClaimsMixin:
     conn: Any
-    dialect: ClassVar[Dialect]
+    dialect: Dialect
 
     def claim_vectors(
         self, embedder: str, ids: Sequence[int], owner: str, *, now: float, lease_s: float

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memhub.core.errors import not_found
-from memhub.core.hashing import GENESIS_HASH, event_hash
 from memhub.core.models import Viewer
 from memhub.core.text import index_text, normalize
 from memhub.store.base import (
     GROUPABLE,
     UPDATABLE,
-    EventRow,
     ItemBrief,
     ItemQuery,
     ItemRow,
@@ -23,8 +20,8 @@ from memhub.store.base import (
 )
 from memhub.store.crypto import ContentCipher
 from memhub.store.sql import SQLITE, item_where, visible
+from memhub.store.sql.audit import AuditMixin
 from memhub.store.sql.claims import ClaimsMixin
-from memhub.store.sql.events import events_page, events_page_queries
 from memhub.store.sql.rowmap import item_from_row
 from memhub.store.sqlite.fts import (
     TEXT_BUDGET,
@@ -52,7 +49,8 @@ _ITEM_COLUMNS = (
 )
 
 
-class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
+class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, ClaimsMixin):
+    conn: sqlite3.Connection
     dialect = SQLITE
 
     def __init__(
@@ -498,42 +496,3 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, ClaimsMixin):
             "INSERT INTO vector_log(item_id, embedder, op) VALUES (?, ?, 'put')", (item_id, embedder)
         )
         return True
-
-    # -- audit ----------------------------------------------------------------------------
-
-    def append_event(
-        self, principal: str, tool: str, outcome: str, detail: dict[str, Any], at: str | None = None
-    ) -> EventRow:
-        """Append to the hash chain. Runs inside a write transaction (`BEGIN IMMEDIATE` holds
-        the file's writer lock), so the chain stays linear even when several processes write."""
-        if not self.write:
-            raise ValueError("audit events are appended in write transactions only")
-        when = at or self.now
-        last = self.conn.execute("SELECT hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
-        prev = last[0] if last else GENESIS_HASH
-        digest = event_hash(prev, when, principal, tool, outcome, detail)
-        row = self.conn.execute(
-            "INSERT INTO events(at, principal, tool, outcome, detail, prev_hash, hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (when, principal, tool, outcome, json.dumps(detail, ensure_ascii=False), prev, digest),
-        ).fetchone()
-        return EventRow(row[0], when, principal, tool, outcome, detail, prev, digest)
-
-    def events_page(
-        self,
-        *,
-        before: int | None,
-        limit: int,
-        scan: int,
-        principal: str = "",
-        tool_prefix: str = "",
-        outcome: str = "",
-        mentions: str = "",
-    ) -> tuple[list[EventRow], int | None]:
-        (window, window_args), (page, page_args) = events_page_queries(
-            SQLITE, before=before, limit=limit, scan=scan, principal=principal,
-            tool_prefix=tool_prefix, outcome=outcome, mentions=mentions,
-        )  # fmt: skip
-        lowest, scanned = self.conn.execute(window, window_args).fetchone()
-        rows = self.conn.execute(page, page_args).fetchall()
-        return events_page(rows, lowest, scanned, limit, scan)
