@@ -170,6 +170,8 @@ async def memhub_server(
         raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
     args = ["--db", str(db), "--user", "bench", "--project", "bench", "serve", "--transport", transport]
     args += ["--embedder", embedder]
+    if env is not None and os.environ.get("PYTHONPATH"):  # the server runs the source under test
+        env = {"PYTHONPATH": os.environ["PYTHONPATH"], **env}
     if transport == "stdio":
         params = StdioServerParameters(command=MEMHUB, args=args, env=env)
         async with Client(params) as client:

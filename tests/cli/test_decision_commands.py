@@ -6,12 +6,13 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.helpers import MEMHUB
+from tests.helpers import MEMHUB, REPO
 from tests.store.backends import selected
 
 
 def memhub(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {"MEMHUB_EMBEDDER": "none", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", **env}
+    environ["PYTHONPATH"] = str(REPO / "src")  # this checkout's source, whichever one the venv installed
     return subprocess.run(
         [
             MEMHUB,

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.helpers import MEMHUB
+from tests.helpers import MEMHUB, REPO
 from tests.store.backends import Backend
 
 POLICY = """version: '0.4'
@@ -17,6 +17,7 @@ boundary_classes: {public: {allow: ['*']}, internal: {allow: ['answer:task']}}
 
 def memhub(db: str | Path, *args: str, key: str = "") -> subprocess.CompletedProcess[str]:
     env = {"MEMHUB_EMBEDDER": "none", "PATH": "/usr/bin:/bin", "MEMHUB_PCE_POLICY_HMAC_KEY": key}
+    env["PYTHONPATH"] = str(REPO / "src")  # this checkout's source, whichever one the venv installed
     return subprocess.run(
         [MEMHUB, "--db", str(db), "--user", "alice", *args],
         capture_output=True,
