@@ -35,7 +35,8 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -266,12 +267,25 @@ def bench_dim(
 
 
 class _Feed:
+    """The numpy index's feed without a database: the changes and, for its exact rescoring,
+    the float32 vectors."""
+
     def __init__(self, changes: list[VectorChange]) -> None:
         self.changes = changes
+        self.vectors = {c.item_id: c.vec for c in changes if c.vec is not None}
 
-    def vector_changes(self, embedder: str, after_seq: int) -> tuple[int, list[VectorChange]]:
-        fresh = [c for c in self.changes if c.seq > after_seq]
+    def vector_changes(
+        self, embedder: str, after_seq: int, limit: int | None = None
+    ) -> tuple[int, list[VectorChange]]:
+        fresh = [c for c in self.changes if c.seq > after_seq][:limit]
         return (fresh[-1].seq if fresh else after_seq), fresh
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[_Feed]:
+        yield self
+
+    def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
+        return {i: vec for i in item_ids if (vec := self.vectors.get(i)) is not None}
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from memhub.services.ops import NO_BACKUPS
 from tests.cli.test_migrate import POLICY, done, memhub
 from tests.store.backends import Backend
 
@@ -77,7 +78,7 @@ def test_decisions_proposals_and_policy(tmp_path: Path, postgres: Backend) -> No
 def test_what_does_not_apply_says_so(tmp_path: Path, postgres: Backend) -> None:
     db = postgres.url(tmp_path)
     backup = memhub(tmp_path, db, "backup", str(tmp_path / "copy.db"))
-    assert backup.returncode == 1 and backup.stderr.strip() == "memhub: this store does not support backups"
+    assert backup.returncode == 1 and backup.stderr.strip() == f"memhub: {NO_BACKUPS['postgresql']}"
     rotate = memhub(tmp_path, db, "encryption", "rotate", "--decrypt")
     assert rotate.returncode == 1 and "cannot encrypt its content" in rotate.stderr
     keyed = memhub(tmp_path, db, "apikey", "list", MEMHUB_ENCRYPTION_KEY="A" * 43 + "=")
