@@ -1,6 +1,6 @@
 """Latency of the assoc toolset through the real MCP client, at 10k and 100k memories.
 
-    .venv/bin/python bench/assoc_latency.py --sizes 1000,10000,100000 [--embedder e5+use|none]
+    .venv/bin/python bench/assoc_latency.py --sizes 1000,10000,100000 [--embedder e5+use|none] [--backend postgresql]
         [--transport stdio|http] [--import-n 2000] [--seeded DIR]
 
 The server runs the source on PYTHONPATH when it is set (a before/after comparison runs this
@@ -39,6 +39,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,8 @@ from common import (
 from corpus import SUBJECTS_EN, SUBJECTS_JA, texts
 from memhub.search import make_embedder
 from memhub.store.base import NewItem
-from memhub.store.sqlite import SqliteStore
+from memhub.store.open import open_store
+from pg import embedded_database
 
 POOL = 2000
 TAGS = ["db", "deploy", "auth", "ui", "perf", "security", "test", "docs", "infra", "api"]
@@ -74,7 +76,7 @@ POLL_S = 0.1  # health_check polling while waiting for the backfill
 CATCH_UP_DEADLINE_S = 600.0
 
 
-def seed(db: Path, n: int, embedder_name: str) -> None:
+def seed(db: Path | str, n: int, embedder_name: str) -> None:
     embedder = make_embedder(embedder_name)  # None: --embedder none, no vectors
     if embedder is not None:
         embedder.load()
@@ -91,7 +93,7 @@ def seed(db: Path, n: int, embedder_name: str) -> None:
         print(f"  embedded a pool of {POOL} texts in {time.perf_counter() - started:.0f}s", flush=True)
         cache.parent.mkdir(parents=True, exist_ok=True)
         np.save(cache, vectors)
-    store = SqliteStore(db)
+    store = open_store(db)  # a SQLite path or a postgresql:// URL
     rng = random.Random(1)
     with store.transaction(write=True) as tx:
         tx.ensure_principal("bench")
@@ -209,7 +211,7 @@ async def measure_import(client: Any, n: int) -> dict[str, Any]:
 
 
 async def measure(
-    db: Path, n: int, embedder: str, queries: int, transport: str, import_n: int
+    db: Path | str, n: int, embedder: str, queries: int, transport: str, import_n: int
 ) -> dict[str, Any]:
     rng = random.Random(9)
     queries_text = (
@@ -279,8 +281,16 @@ def main() -> None:
         help="keep each seeded database in this directory and start every run from a copy of it"
         " (before/after comparisons: the same data, seeded once)",
     )
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="postgresql: each size in a fresh database of a throwaway embedded PostgreSQL 18 + pgvector",
+    )
     parser.add_argument("--out", default=str(RESULTS / "assoc_latency.json"))
     args = parser.parse_args()
+    if args.backend == "postgresql" and args.seeded:
+        parser.error("--seeded keeps SQLite files; with --backend postgresql every run seeds afresh")
     report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
         "embedder": args.embedder,
@@ -289,9 +299,11 @@ def main() -> None:
         "sizes": {},
     }
     for size in [int(x) for x in args.sizes.split(",")]:
-        with tempfile.TemporaryDirectory() as tmp:
-            db = Path(tmp) / "bench.db"
-            print(f"\n{size:,} memories: seeding", flush=True)
+        with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+            db: Path | str = Path(tmp) / "bench.db"
+            if args.backend == "postgresql":
+                db = stack.enter_context(embedded_database(Path(tmp) / "pg"))
+            print(f"\n{size:,} memories: seeding ({args.backend})", flush=True)
             started = time.perf_counter()
             kept = Path(args.seeded) / f"assoc-{size}-{args.embedder}.db" if args.seeded else None
             if kept is None or not kept.exists():
@@ -301,6 +313,8 @@ def main() -> None:
                     shutil.copyfile(db, kept)
             else:
                 shutil.copyfile(kept, db)
+            if args.backend == "postgresql":
+                report["backend"] = "postgresql"
             seeded = time.perf_counter() - started
             measured = anyio.run(
                 measure, db, size, args.embedder, args.queries, args.transport, args.import_n
