@@ -1,7 +1,7 @@
 """Latency of the assoc toolset through the real MCP client, at 10k and 100k memories.
 
-    .venv/bin/python bench/assoc_latency.py --sizes 1000,10000,100000 [--embedder e5+use|none] [--backend postgresql]
-        [--transport stdio|http] [--import-n 2000] [--seeded DIR]
+    .venv/bin/python bench/assoc_latency.py --sizes 1000,10000,100000 [--embedder e5+use|none]
+        [--backend sqlite|postgresql] [--transport stdio|http] [--import-n 2000] [--seeded DIR]
 
 The server runs the source on PYTHONPATH when it is set (a before/after comparison runs this
 script twice, once per checkout, with `--seeded` so both search the same database).
