@@ -5,6 +5,8 @@ on the database stands for another process."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -94,3 +96,44 @@ async def test_a_dead_process_claim_is_taken_over_when_its_lease_ends(
         await _until(partial(lambda: _with_vectors(store, embedder_id) == 3), seconds=10.0)
         group.cancel_scope.cancel()
     assert backfill.embedded == 3 and not backfill.elsewhere
+
+
+async def test_a_killed_process_on_this_host_leaves_no_claim_to_wait_for(
+    store: Store, add_item: AddItem
+) -> None:
+    ids = [add_item(f"note {i}") for i in range(3)]
+    gone = subprocess.Popen(["true"])  # a process that ran here and has exited
+    gone.wait()
+    dead_owner = f"{socket.gethostname()}:{gone.pid}:cafe"
+    backfill = VectorBackfill(store, EmbeddingService(HashingEmbedder()))
+    embedder_id = backfill.embedding.id
+    with store.transaction(write=True) as tx:  # claimed for five minutes, then SIGKILLed
+        tx.claim_vectors(embedder_id, ids[:2], dead_owner, now=time.time(), lease_s=300.0)  # type: ignore[attr-defined]
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(backfill.run_forever, 0.02, max_poll_seconds=0.1))
+        await _until(partial(lambda: _with_vectors(store, embedder_id) == 3), seconds=10.0)
+        group.cancel_scope.cancel()
+    with store.transaction(write=False) as tx:
+        assert tx.claim_owners() == []  # type: ignore[attr-defined]
+
+
+async def test_a_process_that_stops_drops_its_claims(store: Store, add_item: AddItem) -> None:
+    for i in range(8):
+        add_item(f"note {i}")
+    started = threading.Event()
+
+    class Stuck(HashingEmbedder):
+        def embed_passages(self, texts: Sequence[str]) -> Matrix:
+            started.set()  # the batch is claimed; the model never finishes it
+            time.sleep(0.5)
+            return super().embed_passages(texts)
+
+    backfill = VectorBackfill(store, EmbeddingService(Stuck()))
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(backfill.run_forever, 0.02, max_poll_seconds=0.1))
+        await _until(partial(started.is_set))
+        with store.transaction(write=False) as tx:
+            assert tx.claim_owners() == [backfill.owner]  # type: ignore[attr-defined]
+        group.cancel_scope.cancel()
+    with store.transaction(write=False) as tx:
+        assert tx.claim_owners() == []  # type: ignore[attr-defined]

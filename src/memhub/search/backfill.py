@@ -14,8 +14,10 @@ run a backfill; each missing vector is computed by one of them. Before embedding
 backfill claims its items (`vector_claims`, store/sql/claims.py): a lease of `LEASE_S`
 released in the transaction that stores the vectors. Items another process holds are set
 aside and looked at again on every poll: once their vectors are stored they are done; if the
-lease runs out first (that process died), this one claims them. A process that restarts
-scans every id again, so it picks up whatever is missing.
+lease runs out first (that process died), this one claims them. A process that stops drops
+its claims; the claims of a process on this host that no longer runs (killed) are dropped by
+the next one that meets them. A process that restarts scans every id again, so it picks up
+whatever is missing.
 
 Read your writes: `readiness(timeout)` is what a read that needs vectors calls first. It waits,
 within `timeout` in all, for a model still loading and then for this process's writes to get
@@ -35,6 +37,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, Protocol, runtime_checkable
 
 import anyio
@@ -86,6 +89,27 @@ class _Claims(Protocol):
         self, embedder: str, ids: Sequence[int], owner: str, *, now: float, lease_s: float
     ) -> tuple[list[int], list[int]]: ...
     def release_claims(self, embedder: str, ids: Sequence[int]) -> None: ...
+    def claim_owners(self) -> list[str]: ...
+    def drop_claims_of(self, owners: Sequence[str]) -> None: ...
+
+
+REAP_EVERY_S = 5.0  # how often claims held elsewhere are checked for a dead process on this host
+
+
+def _gone_here(owner: str) -> bool:
+    """Whether `owner` (host:pid:nonce) was a process on this host that no longer runs: its
+    claims need not wait out their lease (a SIGKILL, a crash). Owners elsewhere: unknown."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False
 
 
 class VectorBackfill:
@@ -110,6 +134,7 @@ class VectorBackfill:
         self.failed = 0  # texts the model failed on (a metric)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # of claims
         self.elsewhere: set[int] = set()  # items another process has claimed, not embedded yet
+        self._next_reap = 0.0  # (monotonic) when claims held elsewhere are next checked
         self._queue: deque[tuple[int, str]] = deque()
         self._more = False
         self._notified = False
@@ -324,7 +349,24 @@ class VectorBackfill:
         with self.store.transaction(write=True) as tx:
             if not isinstance(tx, _Claims):
                 return ids, []  # a store without claims: nobody to share the work with
-            return tx.claim_vectors(self.embedding.id, ids, self.owner, now=time.time(), lease_s=LEASE_S)
+            claim = partial(tx.claim_vectors, self.embedding.id, ids, self.owner, lease_s=LEASE_S)
+            mine, held = claim(now=time.time())
+            if held and time.monotonic() >= self._next_reap:
+                self._next_reap = time.monotonic() + REAP_EVERY_S
+                dead = [owner for owner in tx.claim_owners() if _gone_here(owner)]
+                if dead:
+                    tx.drop_claims_of(dead)
+                    mine, held = claim(now=time.time())
+            return mine, held
+
+    def _release_mine(self) -> None:
+        """Drop this process's claims (it stops: what it had claimed is anyone's at once)."""
+        try:
+            with self.store.transaction(write=True) as tx:
+                if isinstance(tx, _Claims):
+                    tx.drop_claims_of([self.owner])
+        except MemhubError as exc:  # a store already closed: the lease runs out instead
+            log.warning("claims not released at stop: %s", exc.message)
 
     def _store_vectors(self, blobs: list[tuple[int, bytes]], claimed: Sequence[int] = ()) -> int:
         """Store a batch in one transaction and release its claims (`claimed`: the batch's
@@ -369,6 +411,7 @@ class VectorBackfill:
         finally:
             self._running = False
             self._mark_settled()  # nobody waits for a backfill that stopped
+            self._release_mine()  # quick, and must not wait for a cancelled event loop
 
     async def _follow(
         self,

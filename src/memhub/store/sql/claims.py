@@ -68,3 +68,14 @@ class ClaimsMixin:
                 f"DELETE FROM vector_claims WHERE embedder = {p} AND item_id IN ({among})",
                 (embedder, *chunk),
             )
+
+    def claim_owners(self) -> list[str]:
+        """Every owner holding a claim now (to find those whose process is gone)."""
+        rows = self.conn.execute("SELECT DISTINCT owner FROM vector_claims").fetchall()
+        return sorted(str(r["owner"]) for r in rows)
+
+    def drop_claims_of(self, owners: Sequence[str]) -> None:
+        """Drop every claim `owners` hold (a process that stops, or one known to be dead)."""
+        if owners:
+            among = self.dialect.placeholders(list(owners))
+            self.conn.execute(f"DELETE FROM vector_claims WHERE owner IN ({among})", tuple(owners))
