@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from tests.store.backends import Backend
 
 from memhub.cli.container import build_container
 from memhub.core.models import Kind
-from memhub.search.context import lend, neighbours
+from memhub.search.context import contenders, lend, neighbours
 from memhub.store.base import NewItem
 
 
@@ -25,6 +26,41 @@ def test_lend_adds_a_share_of_the_best_candidate_neighbour_and_stays_within_one(
     assert lent[1] > lent[2]  # equal on their own, the one beside a strong match first
     assert max(lent.values()) <= 1.0
     assert lend(scores, near, 0.0) == scores
+
+
+def _top(
+    scores: dict[int, float],
+    weights: dict[int, float],
+    near: dict[int, tuple[int, ...]],
+    share: float,
+    k: int,
+) -> list[int]:
+    lent = lend(scores, near, share)
+    return sorted(weights, key=lambda i: (-lent[i] * weights[i], i))[:k]
+
+
+def _both_ways(links: list[tuple[int, int]], ends: set[int] | None = None) -> dict[int, tuple[int, ...]]:
+    """Item -> linked items, from the links touching `ends` (all when None): what neighbours() reads."""
+    near: dict[int, list[int]] = {}
+    for a, b in links:
+        if ends is None or a in ends or b in ends:
+            near.setdefault(a, []).append(b)
+            near.setdefault(b, []).append(a)
+    return {i: tuple(v) for i, v in near.items()}
+
+
+def test_reading_the_contenders_links_only_gives_the_same_first_results() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        n = rng.randint(1, 60)
+        scores = {i: rng.random() ** 2 for i in range(n)}
+        weights = {i: 0.7 + 0.3 * rng.random() for i in range(n) if rng.random() < 0.8}
+        links = [(i, i - 1) for i in range(1, n) if rng.random() < 0.9]  # a session's chain
+        limit, share = rng.randint(1, 12), rng.choice((0.1, 0.2, 0.5))
+        chosen = set(contenders(scores, weights, share, limit))
+        assert len(chosen) >= min(limit, len(weights))
+        every = _top(scores, weights, _both_ways(links), share, limit)
+        assert _top(scores, weights, _both_ways(links, chosen), share, limit) == every
 
 
 def test_neighbours_are_temporal_links_in_both_directions(tmp_path: Path, backend: Backend) -> None:

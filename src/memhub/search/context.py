@@ -13,6 +13,12 @@ relevance is lent a share of its best neighbour's:
 over the candidates only: a neighbour that is not a candidate (not found by either side, or
 not visible to the caller) lends nothing, so no hidden memory changes a visible one's rank.
 Divided by `1 + share` so the score stays in [0, 1]. Measured in docs/ranking.md.
+
+Only the candidates that could still reach the first `limit` results need their neighbours
+(`contenders`): with a rerank weight `w(c)` ≥ 0 (assoc: importance and usage), `c` can only
+pass the `limit`-th best `rel · w` if `(rel(c) + share · best rel) · w(c)` reaches it, so the
+links are read for those few (tens, not the 200 candidates: one indexed read) and the first
+`limit` are exactly what lending over every candidate would give.
 """
 
 from __future__ import annotations
@@ -36,6 +42,21 @@ def neighbours(tx: Tx, ids: Sequence[int]) -> dict[int, tuple[int, ...]]:
         near.setdefault(link.src, []).append(link.dst)
         near.setdefault(link.dst, []).append(link.src)
     return {item: tuple(sorted(set(others))) for item, others in near.items()}
+
+
+def contenders(
+    scores: Mapping[int, float], weights: Mapping[int, float], share: float, limit: int
+) -> list[int]:
+    """Of the items in `weights` (those that may be ranked; the other `scores` only lend), the
+    ones that may rank among the first `limit` by `lent score · weight`: their score plus
+    `share` of the best score, times their weight, reaches the `limit`-th best plain
+    `score · weight` (lending never lowers that value)."""
+    if not weights or limit <= 0:
+        return []
+    plain = sorted((scores[i] * w for i, w in weights.items()), reverse=True)
+    bar = plain[min(limit, len(plain)) - 1]
+    best = max(0.0, max(scores.values()))
+    return [i for i, w in weights.items() if (scores[i] + share * best) * w >= bar]
 
 
 def lend(scores: Mapping[int, float], near: Mapping[int, Sequence[int]], share: float) -> dict[int, float]:

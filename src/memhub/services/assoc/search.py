@@ -103,13 +103,20 @@ async def ranked(
             )
             for b in briefs
         }  # fmt: skip
-        # conversation context: a memory borrows from the memories stored beside it (search/context.py)
-        lent = context.lend(rels, context.neighbours(tx, list(rels)), CONTEXT_SHARE)
+        sims = {
+            b.id: ranking.similarity(embedder, by_id[b.id].vector_score, by_id[b.id].text_score, best_text)
+            for b in briefs
+        }
+        passes = {i: sim >= threshold for i, sim in sims.items()}
+        # conversation context: a memory borrows from the memories stored beside it (search/context.py);
+        # the links are read only for the candidates that can still reach the first `limit`
+        kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
+        near = context.neighbours(tx, context.contenders(rels, kept, CONTEXT_SHARE, limit))
+        lent = context.lend(rels, near, CONTEXT_SHARE)
         scored = []
         for brief in briefs:
-            hit = by_id[brief.id]
-            sim = ranking.similarity(embedder, hit.vector_score, hit.text_score, best_text)
-            if sim >= threshold:
+            hit, sim = by_id[brief.id], sims[brief.id]
+            if passes[brief.id]:
                 scored.append(
                     (ranking.score(lent[brief.id], brief.importance, brief.access_count), sim, brief.id)
                 )
