@@ -45,17 +45,21 @@ def neighbours(tx: Tx, ids: Sequence[int]) -> dict[int, tuple[int, ...]]:
 
 
 def contenders(
-    scores: Mapping[int, float], weights: Mapping[int, float], share: float, limit: int
+    scores: Mapping[int, float],
+    weights: Mapping[int, float],
+    share: float,
+    limit: int,
+    ceiling: float | None = None,
 ) -> list[int]:
-    """Of the items in `weights` (those that may be ranked; the other `scores` only lend), the
-    ones that may rank among the first `limit` by `lent score · weight`: their score plus
-    `share` of the best score, times their weight, reaches the `limit`-th best plain
-    `score · weight` (lending never lowers that value)."""
+    """Of the items in `weights` (those that may be ranked), the ones that may rank among the
+    first `limit` by `lent score · weight`: their score plus `share` of the best a neighbour
+    can lend (`ceiling`, default the best of `scores`), times their weight, reaches the
+    `limit`-th best plain `score · weight` (lending never lowers that value)."""
     if not weights or limit <= 0:
         return []
     plain = sorted((scores[i] * w for i, w in weights.items()), reverse=True)
     bar = plain[min(limit, len(plain)) - 1]
-    best = max(0.0, max(scores.values()))
+    best = max(0.0, max(scores.values()) if ceiling is None else ceiling)
     return [i for i, w in weights.items() if (scores[i] + share * best) * w >= bar]
 
 

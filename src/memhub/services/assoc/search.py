@@ -95,23 +95,34 @@ async def ranked(
         by_id = found.by_id
         briefs = tx.query_briefs(viewer, replace(candidates, ids=list(by_id), limit=len(by_id) or 1))
         norms = tx.norm_texts([b.id for b in briefs if by_id[b.id].text_score is not None])
-        covered = {b.id: found.coverage(norms[b.id]) if b.id in norms else 1.0 for b in briefs}
-        rels = {
-            b.id: ranking.relevance(
-                embedder, by_id[b.id].vector_score, by_id[b.id].text_score, text_range, ALPHA, cosine_range,
-                covered[b.id],
-            )
-            for b in briefs
-        }  # fmt: skip
         sims = {
             b.id: ranking.similarity(embedder, by_id[b.id].vector_score, by_id[b.id].text_score, best_text)
             for b in briefs
         }
         passes = {i: sim >= threshold for i, sim in sims.items()}
-        # conversation context: a memory borrows from the memories stored beside it (search/context.py);
-        # the links are read only for the candidates that can still reach the first `limit`
+        covered: dict[int, float] = {}
+
+        def relevance(item: int) -> float:  # coverage is the costly part: only where it is needed
+            hit = by_id[item]
+            covered[item] = found.coverage(norms[item]) if item in norms else 1.0
+            return ranking.relevance(
+                embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, covered[item]
+            )
+
         kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
-        near = context.neighbours(tx, context.contenders(rels, kept, CONTEXT_SHARE, limit))
+        rels = {item: relevance(item) for item in kept}
+        # conversation context: a memory borrows from the memories stored beside it (search/context.py),
+        # read only for the candidates that can still reach the first `limit`; a neighbour under
+        # the threshold lends too, at most the best relevance with full coverage
+        ceiling = max(
+            (ranking.relevance(embedder, h.vector_score, h.text_score, text_range, ALPHA, cosine_range)
+             for h in map(by_id.__getitem__, passes)),
+            default=0.0,
+        )  # fmt: skip
+        near = context.neighbours(tx, context.contenders(rels, kept, CONTEXT_SHARE, limit, ceiling))
+        for item in {other for others in near.values() for other in others}:
+            if item not in rels and item in passes:
+                rels[item] = relevance(item)
         lent = context.lend(rels, near, CONTEXT_SHARE)
         scored = []
         for brief in briefs:
