@@ -9,7 +9,9 @@ What it does (see bench/quality/README.md for what the numbers mean):
 1. Builds a fresh container (`build_container`) in a temporary directory with the `assoc`
    toolset and the chosen embedder, and loads the embedding model before anything is stored.
 2. Creates one project per LoCoMo conversation (the ja set: one project) and stores every
-   memory through the real MCP client (`memory(action="store", domain="project")`). LoCoMo
+   memory through the real MCP client (`memory(action="store", domain="project")`), as an agent
+   would: each LoCoMo session in a memhub session of its own (`user(action="create_session")`,
+   so each turn is temporally linked to the one before it), the ja set in one. LoCoMo
    turns become `"[{session date}] {speaker}: {text}"`, plus `" [image: {caption}]"` when the
    turn shared a picture. The vectors come from the container's background backfill, as in
    `memhub serve`; the run waits until it has caught up and checks every memory got one.
@@ -112,6 +114,17 @@ class Corpus:
     memories: list[tuple[str, str]] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
     dropped: int = 0  # questions left with no usable evidence
+
+    def sessions(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The memories by the session an agent would have stored them in, in order: a LoCoMo
+        conversation's sessions (its turns' dia_ids `D{session}:{turn}`); the ja set, one."""
+        out: list[tuple[str, list[tuple[str, str]]]] = []
+        for key, text in self.memories:
+            name = key.split(":")[0] if _EVIDENCE.fullmatch(key) else "notes"
+            if not out or out[-1][0] != name:
+                out.append((name, []))
+            out[-1][1].append((key, text))
+        return out
 
 
 _SESSION = re.compile(r"session_(\d+)")
@@ -407,14 +420,22 @@ async def _run(
             created = await call(client, "project", action="create", name=corpus.name)
             projects.append(str(created["project"]["id"]))
             by_key: dict[str, int] = {}
-            for key, text in corpus.memories:
-                result = await call(
-                    client, "memory", action="store", content=text, domain="project", project_id=projects[-1]
-                )
-                by_key[key] = MEM.require(result["memory"]["id"])
-                stored += 1
-                if stored % 500 == 0:
-                    log(f"  stored {stored}/{total} ({time.perf_counter() - started:.0f}s)")
+            for session, memories in corpus.sessions():
+                # as an agent would: one memhub session per conversation session, its turns in order
+                await call(client, "user", action="create_session", session_name=f"{corpus.name} {session}")
+                for key, text in memories:
+                    result = await call(
+                        client,
+                        "memory",
+                        action="store",
+                        content=text,
+                        domain="project",
+                        project_id=projects[-1],
+                    )
+                    by_key[key] = MEM.require(result["memory"]["id"])
+                    stored += 1
+                    if stored % 500 == 0:
+                        log(f"  stored {stored}/{total} ({time.perf_counter() - started:.0f}s)")
             keys.append(by_key)
         seconds["store"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()

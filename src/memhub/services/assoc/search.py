@@ -18,7 +18,7 @@ from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.ids import MEM, PROJ
 from memhub.core.models import Kind, Viewer
-from memhub.search import calibration
+from memhub.search import calibration, context
 from memhub.search.explain import Explanation
 from memhub.search.pipeline import Candidates
 from memhub.services import access
@@ -30,6 +30,7 @@ from memhub.store.base import ItemBrief, ItemQuery, ItemRow, Tx
 
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
 ALPHA = 0.5  # vector weight in the fusion: with e5+use the best balance of LoCoMo and the ja set
+CONTEXT_SHARE = 0.2  # of the best neighbour's relevance a memory borrows (search/context.py)
 MAX_TOTAL = 1_000  # filter searches count matches up to this
 PENDING_NOTE = "vectors of memories stored just now are still being computed; search again in a moment"
 
@@ -94,21 +95,50 @@ async def ranked(
         by_id = found.by_id
         briefs = tx.query_briefs(viewer, replace(candidates, ids=list(by_id), limit=len(by_id) or 1))
         norms = tx.norm_texts([b.id for b in briefs if by_id[b.id].text_score is not None])
+        sims = {
+            b.id: ranking.similarity(embedder, by_id[b.id].vector_score, by_id[b.id].text_score, best_text)
+            for b in briefs
+        }
+        passes = {i: sim >= threshold for i, sim in sims.items()}
+        covered: dict[int, float] = {}
+
+        def relevance(item: int) -> float:  # coverage is the costly part: only where it is needed
+            hit = by_id[item]
+            covered[item] = found.coverage(norms[item]) if item in norms else 1.0
+            return ranking.relevance(
+                embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, covered[item]
+            )
+
+        kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
+        rels = {item: relevance(item) for item in kept}
+        # conversation context: a memory borrows from the memories stored beside it (search/context.py),
+        # read only for the candidates that can still reach the first `limit`; a neighbour under
+        # the threshold lends too, at most the best relevance with full coverage
+        ceiling = max(
+            (ranking.relevance(embedder, h.vector_score, h.text_score, text_range, ALPHA, cosine_range)
+             for h in map(by_id.__getitem__, passes)),
+            default=0.0,
+        )  # fmt: skip
+        near = context.neighbours(tx, context.contenders(rels, kept, CONTEXT_SHARE, limit, ceiling))
+        for item in {other for others in near.values() for other in others}:
+            if item not in rels and item in passes:
+                rels[item] = relevance(item)
+        lent = context.lend(rels, near, CONTEXT_SHARE)
         scored = []
         for brief in briefs:
-            hit = by_id[brief.id]
-            sim = ranking.similarity(embedder, hit.vector_score, hit.text_score, best_text)
-            if sim >= threshold:
-                coverage = found.coverage(norms[brief.id]) if brief.id in norms else 1.0
-                rel = ranking.relevance(
-                    embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, coverage
+            hit, sim = by_id[brief.id], sims[brief.id]
+            if passes[brief.id]:
+                scored.append(
+                    (ranking.score(lent[brief.id], brief.importance, brief.access_count), sim, brief.id)
                 )
-                scored.append((ranking.score(rel, brief.importance, brief.access_count), sim, brief.id))
                 if explain is not None:
+                    coverage = covered[brief.id]
                     parts = ranking.relevance_parts(
                         embedder, hit.vector_score, hit.text_score, text_range, cosine_range, coverage
                     )
-                    _explain_hit(explain, brief, sim, coverage, parts, rel, scored[-1][0])
+                    _explain_hit(
+                        explain, brief, sim, coverage, parts, rels[brief.id], lent[brief.id], scored[-1][0]
+                    )
             elif explain is not None:
                 explain.count("below the similarity threshold")
         if explain is not None:
@@ -142,6 +172,7 @@ def _explain_hit(
     coverage: float,
     parts: tuple[float, float | None],
     rel: float,
+    lent: float,
     score: float,
 ) -> None:
     """The rerank factors of one kept hit (ranking.py's formula, term by term)."""
@@ -151,6 +182,7 @@ def _explain_hit(
         "text_part": parts[0],
         "vector_part": "none" if parts[1] is None else parts[1],
         "relevance": rel,
+        "in_context": lent,
         "importance": brief.importance,
         "usage": ranking.usage(brief.access_count),
         "access_count": brief.access_count,
