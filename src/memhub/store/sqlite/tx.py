@@ -43,6 +43,13 @@ def _chunks(ids: Sequence[int]) -> list[list[int]]:
     return [list(ids[start : start + ID_CHUNK]) for start in range(0, len(ids), ID_CHUNK)]
 
 
+def _items(query: ItemQuery) -> str:
+    """`items i`, held to rowid lookups when the query names its ids: without statistics
+    (the store never runs ANALYZE) the planner otherwise reads the ids' whole kind through the
+    `(kind, scope, ...)` index (at 100k memories 400 candidates took ~100 ms instead of ~2)."""
+    return "items i NOT INDEXED" if query.ids is not None else "items i"
+
+
 _ITEM_COLUMNS = (
     "kind, project_id, session_id, parent_id, owner, scope, boundary_class, status, title, body,"
     " norm_text, tags, attrs, content_hash, importance, created_at, updated_at, expires_at, category"
@@ -203,7 +210,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, ClaimsMixin)
             "importance_desc": "i.importance DESC, i.id DESC",
             "created_desc": "i.created_at DESC, i.id DESC",
         }[query.order]
-        sql = f"SELECT i.* FROM items i WHERE {where} ORDER BY {order} LIMIT ?"
+        sql = f"SELECT i.* FROM {_items(query)} WHERE {where} ORDER BY {order} LIMIT ?"
         return [self._item(r) for r in self.conn.execute(sql, [*args, query.limit])]
 
     def norm_texts(self, ids: Sequence[int]) -> dict[int, str]:
@@ -221,7 +228,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, ClaimsMixin)
         where, args = self._where(viewer, query)
         sql = (
             "SELECT i.id, i.scope, i.project_id, i.session_id, i.importance, i.access_count"
-            f" FROM items i WHERE {where} LIMIT ?"
+            f" FROM {_items(query)} WHERE {where} LIMIT ?"
         )
         return [ItemBrief(*r) for r in self.conn.execute(sql, [*args, query.limit])]
 
@@ -229,7 +236,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, ClaimsMixin)
         """How many items match (at most `cap`, which bounds the work)."""
         where, args = self._where(viewer, query)
         limit = " LIMIT ?" if cap is not None else ""
-        sql = f"SELECT count(*) FROM (SELECT 1 FROM items i WHERE {where}{limit})"
+        sql = f"SELECT count(*) FROM (SELECT 1 FROM {_items(query)} WHERE {where}{limit})"
         return int(self.conn.execute(sql, [*args, cap] if cap is not None else args).fetchone()[0])
 
     def group_counts(self, viewer: Viewer, query: ItemQuery, column: str) -> dict[str, int]:
@@ -237,7 +244,8 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, ClaimsMixin)
             raise ValueError(f"cannot group by {column}")
         where, args = self._where(viewer, query)
         rows = self.conn.execute(
-            f"SELECT i.{column}, count(*) FROM items i WHERE {where} GROUP BY i.{column} ORDER BY 2 DESC",
+            f"SELECT i.{column}, count(*) FROM {_items(query)} WHERE {where}"
+            f" GROUP BY i.{column} ORDER BY 2 DESC",
             args,
         ).fetchall()
         if column == "category" and self.cipher is not None:
@@ -419,7 +427,7 @@ class SqliteTx(PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, ClaimsMixin)
         where, args = self._where(viewer, ItemQuery(kinds=tuple(kinds), project_id=project_id))
         found: set[int] = set()
         for chunk in _chunks(ids):
-            sql = f"SELECT i.id FROM items i WHERE i.id IN ({placeholders(chunk)}) AND {where}"
+            sql = f"SELECT i.id FROM items i NOT INDEXED WHERE i.id IN ({placeholders(chunk)}) AND {where}"
             found.update(r[0] for r in self.conn.execute(sql, [*chunk, *args]))
         return found
 
