@@ -36,6 +36,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from memhub.core.memory import release_free_memory
 from memhub.search.sketch import FIT_SAMPLE, Projection
 from memhub.search.vector_search import Allowed, Finish
 from memhub.store.base import VectorChange
@@ -166,6 +167,8 @@ class VectorIndex:
                     break
             if applied:
                 self._maybe_fit()  # outside the search lock: searches go on meanwhile
+            if applied > FEED_PAGE:
+                release_free_memory()  # the feed's pages and the fit's temporaries (core/memory.py)
             self.last_refresh_ms = (time.perf_counter() - started) * 1000
             if applied > 1000:
                 log.info(
