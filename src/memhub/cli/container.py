@@ -23,6 +23,7 @@ from memhub.mcp import registry
 from memhub.mcp.server import build_mcp_server
 from memhub.mcp.toolkit import Toolset
 from memhub.search import EmbeddingService, SearchEngine, VectorBackfill, make_embedder, vector_search_for
+from memhub.search.embedders.factory import twin
 from memhub.services.ratelimit import Limit, RateLimiter, SharedBuckets
 from memhub.services.runtime import Call, Runtime
 from memhub.store.base import FileSize
@@ -177,9 +178,9 @@ def build_runtime(
     embedding = vectors = backfill = None
     if embedder is not None:
         # a backlog is embedded by a second instance of the model, made when needed: searches
-        # never wait for indexing (search/embedding.py)
-        name = settings.embedder
-        embedding = EmbeddingService(embedder, make_indexer=lambda: make_embedder(name) or embedder)
+        # never wait for indexing (search/embedding.py); e5's shares the loaded encoder
+        name, model = settings.embedder, embedder
+        embedding = EmbeddingService(model, make_indexer=lambda: twin(model) or make_embedder(name) or model)
         vectors = vector_search_for(store, embedding.id, embedding.dim)
         backfill = VectorBackfill(store, embedding, vectors)
     engine = SearchEngine(store, embedding, vectors)

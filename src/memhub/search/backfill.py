@@ -44,6 +44,7 @@ import anyio
 import numpy as np
 
 from memhub.core.errors import MemhubError, invalid
+from memhub.core.memory import release_free_memory
 from memhub.search.embedders.base import EmbedderUnavailable
 from memhub.search.embedding import EmbeddingService
 from memhub.search.vector_search import VectorSearch
@@ -425,6 +426,7 @@ class VectorBackfill:
         last_scan = -math.inf
         last_full = anyio.current_time()
         last_version: int | None = None
+        worked = False  # embedded something since the heap was last trimmed
         while True:
             self._wake = anyio.Event()
             version = await anyio.to_thread.run_sync(self._data_version)
@@ -456,8 +458,13 @@ class VectorBackfill:
                 idle = poll_seconds
                 await anyio.sleep(0)  # more work is waiting: let others run, then go on at once
                 continue
-            if not done:
-                self.embedding.trim()  # nothing to index: the indexer's model is not kept
+            if done:
+                worked = True
+            else:
+                dropped = self.embedding.trim()  # nothing to index: the indexer's model is not kept
+                if worked or dropped:  # the batches' temporaries (core/memory.py)
+                    worked = False
+                    await anyio.to_thread.run_sync(release_free_memory)
             wait = poll_seconds if done or self.elsewhere else idle
             idle = poll_seconds if done or self.elsewhere else min(max_poll_seconds, idle * 2)
             with anyio.move_on_after(wait):

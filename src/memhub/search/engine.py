@@ -34,7 +34,7 @@ from memhub.search.embedding import EmbeddingService
 from memhub.search.explain import Explanation
 from memhub.search.fusion import FUSION_METHODS, FusedHit, FusionMethod, fuse_hits
 from memhub.search.pipeline import Candidates
-from memhub.search.vector_search import Allowed, VectorSearch, VisibleTo
+from memhub.search.vector_search import Allowed, Finish, VectorSearch, VisibleTo
 from memhub.store.base import Store, Tx, Visibility
 
 log = logging.getLogger(__name__)
@@ -141,22 +141,23 @@ class SearchEngine:
         with_vectors = wants_vectors and embedding is not None and vectors is not None and embedding.ready
         # tokenised once, here: alone (no vectors) the keyword side cuts CJK runs (`_text_hits`)
         terms = tuple(search_terms(query, split_cjk=not with_vectors)) if wants_text else ()
-        pending = _QueryVector()
+        pending = _VectorSide()
         async with anyio.create_task_group() as group:
-            if with_vectors and embedding is not None:
-                group.start_soon(self._embed, embedding, query, pending)
+            if with_vectors and embedding is not None and vectors is not None:
+                group.start_soon(self._vector_side, embedding, vectors, query, k_vec, pending)
 
             def work() -> T:
                 if with_vectors and vectors is not None:
                     vectors.refresh()  # its own read of the change feed, before the snapshot
+                    anyio.from_thread.run_sync(pending.refreshed.set)  # the vector side may start
                 with self.store.transaction(write=False) as tx:
                     seen = viewer(tx)
                     text_hits = self._text_hits(tx, seen, terms, ask, explain) if terms else []
                     vector_hits: list[tuple[int, float]] = []
-                    if with_vectors and vectors is not None:
-                        query_vec = anyio.from_thread.run(pending.wait)
-                        if query_vec is not None:
-                            vector_hits = self._vector_hits(tx, vectors, query_vec, seen, ask, explain)
+                    if with_vectors:
+                        prepared = anyio.from_thread.run(pending.wait)
+                        if prepared is not None:
+                            vector_hits = self._vector_hits(tx, *prepared, seen, ask, explain)
                     fused = fuse_hits(
                         text_hits, vector_hits, method=method, alpha=alpha, k_final=k_final, explain=explain
                     ) if searching else []  # fmt: skip
@@ -168,20 +169,29 @@ class SearchEngine:
             result = await anyio.to_thread.run_sync(work)
         return result
 
-    async def _embed(self, embedding: EmbeddingService, query: str, pending: _QueryVector) -> None:
-        """The query's embedding for the vector side; None when the model fails or takes longer
-        than `vector_timeout` (queued behind indexing work, say): the search then answers from
-        text alone. The worker thread waits for `pending.done`, which is always set."""
+    async def _vector_side(
+        self, embedding: EmbeddingService, vectors: VectorSearch, query: str, k: int, side: _VectorSide
+    ) -> None:
+        """The vector side's work outside the snapshot, beside the keyword side: the query's
+        embedding, then (once the index has caught up) the index's arithmetic on a thread of
+        its own (`VectorSearch.prepare`); the snapshot's thread finishes it (visibility, exact
+        rescoring). No embedding when the model fails or takes longer than `vector_timeout`
+        (queued behind indexing work, say): the search then answers from text alone. The
+        snapshot's thread waits for `side.done`, which is always set."""
         try:
             with anyio.move_on_after(self.vector_timeout) as timer:
-                pending.value = await embedding.embed_query(query[:MAX_QUERY_EMBED_CHARS])
+                query_vec = await embedding.embed_query(query[:MAX_QUERY_EMBED_CHARS])
             if timer.cancelled_caught:
                 self.vector_timeouts += 1
                 log.info("vector search skipped: no query embedding within %.1f s", self.vector_timeout)
+                return
+            await side.refreshed.wait()
+            finish = await anyio.to_thread.run_sync(vectors.prepare, query_vec, k)
+            side.value = (query_vec, finish)
         except EmbedderUnavailable as exc:
             log.warning("vector search skipped: %s", exc.message)
         finally:
-            pending.done.set()
+            side.done.set()
 
     def _per_model(
         self, tx: Tx, embedding: EmbeddingService, fused: list[FusedHit], explain: Explanation
@@ -231,16 +241,15 @@ class SearchEngine:
     def _vector_hits(
         self,
         tx: Tx,
-        index: VectorSearch,
         query_vec: Matrix,
+        finish: Finish,
         viewer: Viewer,
         ask: _Ask,
         explain: Explanation | None,
     ) -> list[tuple[int, float]]:
         if explain is not None:
             explain.query_vec = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        allowed = _allowed(self.store, tx, viewer, ask.kinds, ask.project_id, explain)
-        return index.search(query_vec, ask.k_vec, allowed)
+        return finish(_allowed(self.store, tx, viewer, ask.kinds, ask.project_id, explain))
 
     async def nearest(
         self,
@@ -283,14 +292,17 @@ class _Ask:
     method: FusionMethod
 
 
-class _QueryVector:
-    """The query embedding a search's worker thread waits for (set by `SearchEngine._embed`)."""
+class _VectorSide:
+    """What a search's snapshot thread and its vector side (`SearchEngine._vector_side`) hand
+    each other: `refreshed` (the index has caught up: its arithmetic may start), then `value`
+    (the query embedding and the rest of the prepared search; None: text alone) once `done`."""
 
     def __init__(self) -> None:
-        self.value: Matrix | None = None
+        self.value: tuple[Matrix, Finish] | None = None
+        self.refreshed = anyio.Event()
         self.done = anyio.Event()
 
-    async def wait(self) -> Matrix | None:
+    async def wait(self) -> tuple[Matrix, Finish] | None:
         await self.done.wait()
         return self.value
 

@@ -10,10 +10,12 @@ to candidates taken best first, 2k at first and widening x4, as the numpy index 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import numpy.typing as npt
 
-from memhub.search.vector_search import Allowed, VisibleTo
+from memhub.search.vector_search import Allowed, Finish, VisibleTo
 from memhub.store.base import NearestVectors, Store
 
 
@@ -43,6 +45,10 @@ class StoreVectorSearch:
 
     def reset(self) -> None:
         return None
+
+    def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:
+        """Nothing to do up front: the database does the whole search when it is asked."""
+        return partial(self.search, query_vec, k)
 
     def search(
         self, query_vec: npt.ArrayLike, k: int, allowed: Allowed | None = None

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from memhub.store.base import NearestVectors, Store, Visibility
 
 Allowed = Callable[[list[int]], set[int]]  # the subset of candidate ids the caller may see
+Finish = Callable[[Allowed | None], list[tuple[int, float]]]  # the rest of a prepared search
 
 
 class VisibleTo:
@@ -65,6 +66,12 @@ class VectorSearch(Protocol):
         self, query_vec: npt.ArrayLike, k: int, allowed: Allowed | None = None
     ) -> list[tuple[int, float]]:
         """The `k` best (item id, cosine) pairs among the ids `allowed` admits, best first (ties by id)."""
+        ...
+
+    def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:
+        """`search` in two steps: what needs no database now (any thread), the rest when the
+        returned function is called with `allowed` (in the caller's read transaction);
+        `prepare(q, k)(allowed) == search(q, k, allowed)`."""
         ...
 
 

@@ -36,8 +36,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from memhub.core.memory import release_free_memory
 from memhub.search.sketch import FIT_SAMPLE, Projection
-from memhub.search.vector_search import Allowed
+from memhub.search.vector_search import Allowed, Finish
 from memhub.store.base import VectorChange
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,8 @@ class VectorIndex:
                     break
             if applied:
                 self._maybe_fit()  # outside the search lock: searches go on meanwhile
+            if applied > FEED_PAGE:
+                release_free_memory()  # the feed's pages and the fit's temporaries (core/memory.py)
             self.last_refresh_ms = (time.perf_counter() - started) * 1000
             if applied > 1000:
                 log.info(
@@ -299,30 +302,46 @@ class VectorIndex:
         the rows the sketch pass kept; should fewer than k of those pass the filter, the
         search starts again over every row.
         """
+        return self.prepare(query_vec, k)(allowed)
+
+    def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:
+        """`search` in two steps: the arithmetic now (the sketch pass and the kept rows' scores
+        from the codes, or on a small index the scan of every row: numpy, no database), the
+        rest (visibility, the exact rescoring, which read the store) when the returned function
+        is called, in the caller's read transaction. The search engine runs this step on a
+        thread of its own while its keyword side runs in the snapshot's thread."""
         query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise ValueError(f"query has {query.shape[0]} dimensions, the index {self.dim}")
         if k <= 0:
-            return []
-        sketched = None
+            return _nothing
         with self._lock:
             count = self._count
             if count == 0:
-                return []
+                return _nothing
             keep = max(self.rerank_min, int(count * self.rerank_share), 8 * k)
             if self._projection is not None and count >= self.approx_min and keep < count:
                 rough = self._sketch[:count] @ self._projection.query(query)
                 rows = np.argpartition(rough, count - keep)[count - keep :]
                 rows.sort()  # in memory order: the gather below reads ahead
                 sketched = _scores(self._codes, self._scales, rows, query), self._ids[rows]
-        if sketched is not None:
-            hits = self._best(*sketched, k, allowed, complete=False)
-            if hits is not None:
-                return self._rescore(hits, query, k)
-        with self._lock:
-            scores = self._scan(query)  # a fresh array: a consistent snapshot
-            ids = self._ids[: self._count].copy()
-        return self._rescore(self._best(scores, ids, k, allowed, complete=True) or [], query, k)
+                scanned = None
+            else:
+                sketched = None
+                scanned = self._scan(query), self._ids[: self._count].copy()  # a consistent snapshot
+
+        def finish(allowed: Allowed | None) -> list[tuple[int, float]]:
+            if sketched is not None:
+                hits = self._best(*sketched, k, allowed, complete=False)
+                if hits is not None:
+                    return self._rescore(hits, query, k)
+            every = scanned
+            if every is None:  # too few of the sketch pass's rows passed: every row
+                with self._lock:
+                    every = self._scan(query), self._ids[: self._count].copy()
+            return self._rescore(self._best(*every, k, allowed, complete=True) or [], query, k)
+
+        return finish
 
     def _scan(self, query: Floats) -> Floats:
         """Scores of every row from the codes (call with `_lock` held): blocks of `SCAN_ROWS`
@@ -398,6 +417,10 @@ class VectorIndex:
             index = np.arange(len(scores))
         order = np.lexsort((ids[index], -scores[index]))
         return index[order][:n]
+
+
+def _nothing(_allowed: Allowed | None) -> list[tuple[int, float]]:
+    return []
 
 
 def _unit(rows: Floats) -> Floats:

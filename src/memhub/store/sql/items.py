@@ -67,6 +67,10 @@ class ItemsMixin:
     def _seal(self, text: str | None, column: str) -> str | None:
         return self.cipher.encrypt(text, column) if self.cipher is not None else text
 
+    def _items(self, query: ItemQuery) -> str:
+        """`items i`, held to primary-key lookups when the query names its ids (Dialect.by_rowid)."""
+        return f"items i{self.dialect.by_rowid}" if query.ids is not None else "items i"
+
     def _scalar(self, sql: str, args: Sequence[Any] = ()) -> Any:
         """The first column of the first row (`sql` names it `v`), or None."""
         row = self.conn.execute(sql, args).fetchone()
@@ -172,7 +176,9 @@ class ItemsMixin:
     def query_items(self, viewer: Viewer, query: ItemQuery) -> list[ItemRow]:
         where, args = self._where(viewer, query)
         order = ORDERS[query.order]
-        sql = f"SELECT i.* FROM items i WHERE {where} ORDER BY {order} LIMIT {self.dialect.param}"
+        sql = (
+            f"SELECT i.* FROM {self._items(query)} WHERE {where} ORDER BY {order} LIMIT {self.dialect.param}"
+        )
         return [self._item(r) for r in self.conn.execute(sql, [*args, query.limit])]
 
     def norm_texts(self, ids: Sequence[int]) -> dict[int, str]:
@@ -192,7 +198,7 @@ class ItemsMixin:
         where, args = self._where(viewer, query)
         sql = (
             "SELECT i.id, i.scope, i.project_id, i.session_id, i.importance, i.access_count"
-            f" FROM items i WHERE {where} LIMIT {self.dialect.param}"
+            f" FROM {self._items(query)} WHERE {where} LIMIT {self.dialect.param}"
         )
         return [
             ItemBrief(
@@ -205,7 +211,9 @@ class ItemsMixin:
         """How many items match (at most `cap`, which bounds the work)."""
         where, args = self._where(viewer, query)
         limit = f" LIMIT {self.dialect.param}" if cap is not None else ""
-        sql = f"SELECT count(*) AS v FROM (SELECT 1 FROM items i WHERE {where}{limit}) AS matched"
+        sql = (
+            f"SELECT count(*) AS v FROM (SELECT 1 FROM {self._items(query)} WHERE {where}{limit}) AS matched"
+        )
         return int(self._scalar(sql, [*args, cap] if cap is not None else args))
 
     def group_counts(self, viewer: Viewer, query: ItemQuery, column: str) -> dict[str, int]:
@@ -213,7 +221,7 @@ class ItemsMixin:
             raise ValueError(f"cannot group by {column}")
         where, args = self._where(viewer, query)
         rows = self.conn.execute(
-            f"SELECT i.{column} AS value, count(*) AS n FROM items i WHERE {where}"
+            f"SELECT i.{column} AS value, count(*) AS n FROM {self._items(query)} WHERE {where}"
             f" GROUP BY i.{column} ORDER BY 2 DESC",
             args,
         ).fetchall()
@@ -248,7 +256,10 @@ class ItemsMixin:
         where, args = self._where(viewer, ItemQuery(kinds=tuple(kinds), project_id=project_id))
         found: set[int] = set()
         for chunk in chunks(ids):
-            sql = f"SELECT i.id FROM items i WHERE i.id IN ({self.dialect.placeholders(chunk)}) AND {where}"
+            sql = (
+                f"SELECT i.id FROM items i{self.dialect.by_rowid}"
+                f" WHERE i.id IN ({self.dialect.placeholders(chunk)}) AND {where}"
+            )
             found.update(int(r["id"]) for r in self.conn.execute(sql, [*chunk, *args]))
         return found
 

@@ -1,0 +1,234 @@
+"""Where one memory search goes, in process, through the in-memory MCP client.
+
+    .venv/bin/python bench/search_breakdown.py --db /tmp/seeded/assoc-100000-e5+use.db \
+        [--embedder e5+use] [--queries 200] [--profile out.prof]
+
+Builds the server as `memhub serve` does (the composition root, the assoc toolset, the
+background warm-up), on a copy of a database seeded by bench/assoc_latency.py (`--seeded`),
+waits until every vector is indexed, then calls `memory(action="search")` through the MCP
+client in process (no stdio framing, no second process) with the assoc benchmark's queries,
+and times the stages by wrapping the functions that run them (inclusive times: a stage's
+figure contains the stages it calls). Reported per search: mean and p50 ms of each stage,
+and the whole call. `--profile FILE` also writes a cProfile of the timed calls (the worker
+threads' own work is not in it: cProfile follows one thread; the stage timers cover them).
+Run it once per checkout (PYTHONPATH) to compare.
+
+`--rss` instead follows the process's resident memory (VmRSS, and the peak VmHWM, MiB) through
+the steps of bench/assoc_latency.py: index loaded, 10 searches, 100 stores and their backfill,
+300 searches; each step's figure is read after it (malloc's heap is not trimmed by the bench).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import SUBJECTS_EN, SUBJECTS_JA
+from memhub.cli.container import build_container
+from memhub.core.settings import Settings
+from memhub.services.runtime import Runtime
+
+QUERIES = [
+    *SUBJECTS_JA,
+    *SUBJECTS_EN,
+    "how do we deploy safely",
+    "データベースの移行手順",
+    "retry with backoff",
+]
+
+_times: dict[str, list[float]] = defaultdict(list)
+_lock = threading.Lock()
+
+
+def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with _lock:
+                _times[name].append((time.perf_counter() - started) * 1000)
+
+    return wrapper
+
+
+def _timed_async(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            with _lock:
+                _times[name].append((time.perf_counter() - started) * 1000)
+
+    return wrapper
+
+
+def _instrument() -> None:
+    """Wrap the stages of a memory search (whatever exists in the checkout on PYTHONPATH)."""
+    import importlib
+
+    targets = [
+        ("memhub.services.runtime", "Call", "catch_up", True),
+        ("memhub.services.assoc.search", None, "ranked", True),
+        ("memhub.search.engine", "SearchEngine", "run", True),
+        ("memhub.search.engine", "SearchEngine", "_text_hits", False),
+        ("memhub.search.engine", "SearchEngine", "_vector_hits", False),
+        ("memhub.search.engine", "_QueryVector", "wait", True),
+        ("memhub.search.engine", "_VectorSide", "wait", True),
+        ("memhub.search.engine", "SearchEngine", "_vector_side", True),
+        ("memhub.search.vectors", "VectorIndex", "prepare", False),
+        ("memhub.search.engine", None, "fuse_hits", False),
+        ("memhub.search.embedding", "EmbeddingService", "embed_query", True),
+        ("memhub.search.vectors", "VectorIndex", "refresh", False),
+        ("memhub.search.vectors", "VectorIndex", "search", False),
+        ("memhub.search.vectors", "VectorIndex", "_best", False),
+        ("memhub.search.vectors", "VectorIndex", "_rescore", False),
+        ("memhub.search.vectors", "VectorIndex", "_scan", False),
+        ("memhub.search.vectors", None, "_scores", False),
+        ("memhub.store.sqlite.tx", "SqliteTx", "visible_ids", False),
+        ("memhub.store.sqlite.tx", "SqliteTx", "get_vectors", False),
+        ("memhub.store.sqlite.tx", "SqliteTx", "query_briefs", False),
+        ("memhub.store.sqlite.tx", "SqliteTx", "norm_texts", False),
+        ("memhub.store.sqlite.tx", "SqliteTx", "query_items", False),
+        ("memhub.services.assoc.domains", None, "to_memory", False),
+        ("memhub.services.access", None, "viewer", False),
+        ("memhub.services.deferred", "DeferredWrites", "flush", False),
+    ]
+    for module_name, owner_name, attr, is_async in targets:
+        module = importlib.import_module(module_name)
+        owner = getattr(module, owner_name, None) if owner_name else module
+        if owner is None:
+            continue
+        fn = getattr(owner, attr, None)
+        if fn is None:
+            continue
+        label = f"{owner_name or module_name.rsplit('.', 1)[-1]}.{attr}"
+        setattr(owner, attr, (_timed_async if is_async else _timed)(label, fn))
+
+
+def _rss() -> str:
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+    rss, peak = (int(status[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM"))
+    return f"{rss:7.1f} MiB (peak {peak:7.1f})"
+
+
+async def _wait_for_backfill(client: Client) -> None:
+    while True:
+        result = await client.call_tool("admin", {"action": "health_check"})
+        if not (result.structured_content or {}).get("details", {}).get("vectors_pending"):
+            return
+        await anyio.sleep(0.1)
+
+
+async def _rss_steps(client: Client, rng: random.Random) -> None:
+    from corpus import texts
+
+    print(f"index loaded, model ready          {_rss()}")
+    search = {"action": "search", "threshold": 0.0}
+    for n in (1, 9):
+        for _ in range(n):
+            await client.call_tool("memory", {**search, "query": rng.choice(QUERIES)})
+        print(f"+ {n} search(es)                     {_rss()}")
+    for text in texts(100, seed=99):
+        await client.call_tool("memory", {"action": "store", "content": text, "domain": "user"})
+    print(f"+ 100 stores                        {_rss()}")
+    await _wait_for_backfill(client)
+    print(f"+ their backfill                    {_rss()}")
+    for _ in range(300):
+        await client.call_tool("memory", {**search, "query": rng.choice(QUERIES)})
+    print(f"+ 300 searches                      {_rss()}")
+
+
+async def _warm(runtime: Runtime) -> None:
+    """Until the model is ready and every stored vector is in the index (its sketch fitted)."""
+    engine, embedding = runtime.search, runtime.embedding
+    if engine is None or engine.vectors is None or embedding is None:
+        return
+    vectors = engine.vectors
+    with runtime.store.transaction(write=False) as tx:
+        stored = tx.vector_count(vectors.embedder_id)
+    while not embedding.ready or vectors.size() < stored:
+        await anyio.sleep(0.2)
+    await anyio.to_thread.run_sync(vectors.refresh)  # waits for the first load's own refresh
+
+
+async def measure(db: Path, embedder: str, queries: int, profile: str | None, rss: bool) -> None:
+    if not rss:
+        _instrument()
+    settings = Settings(home=db.parent, user="bench", project="bench", db=str(db), embedder=embedder)
+    container = build_container(settings)
+    runtime = container.runtime
+    rng = random.Random(9)
+    async with anyio.create_task_group() as group:
+        group.start_soon(container.run_background)
+        await _warm(runtime)
+        async with Client(container.server) as client:
+            if rss:
+                await _rss_steps(client, rng)
+            else:
+                await _timed_searches(client, rng, queries, profile)
+        group.cancel_scope.cancel()
+    container.close()
+
+
+async def _timed_searches(client: Client, rng: random.Random, queries: int, profile: str | None) -> None:
+    search = {"action": "search", "threshold": 0.0}
+    for _ in range(10):
+        await client.call_tool("memory", {**search, "query": "warm up"})
+    _times.clear()
+    calls: list[float] = []
+    profiler = cProfile.Profile() if profile else None
+    for _ in range(queries):
+        query = rng.choice(QUERIES)
+        if profiler is not None:
+            profiler.enable()
+        started = time.perf_counter()
+        result = await client.call_tool("memory", {**search, "query": query})
+        calls.append((time.perf_counter() - started) * 1000)
+        if profiler is not None:
+            profiler.disable()
+        assert not result.is_error, result.content
+    if profiler is not None and profile:
+        profiler.dump_stats(profile)
+    p95 = sorted(calls)[int(0.95 * (len(calls) - 1))]
+    print(f"{queries} memory searches, p50 {statistics.median(calls):.2f} ms, p95 {p95:.2f} ms")
+    print(f"{'stage':32} {'calls/search':>12} {'ms/search':>10} {'p50/call':>9}")
+    for name, values in sorted(_times.items(), key=lambda kv: -sum(kv[1])):
+        per_search, total = len(values) / queries, sum(values) / queries
+        print(f"{name:32} {per_search:12.2f} {total:10.2f} {statistics.median(values):9.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--db", required=True, help="a database seeded by assoc_latency.py --seeded")
+    parser.add_argument("--embedder", default="e5+use")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--profile", help="write a cProfile of the timed calls here")
+    parser.add_argument("--rss", action="store_true", help="resident memory after each step instead")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "bench.db"
+        shutil.copyfile(args.db, db)
+        anyio.run(measure, db, args.embedder, args.queries, args.profile, args.rss)
+
+
+if __name__ == "__main__":
+    main()
