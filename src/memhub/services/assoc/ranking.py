@@ -59,11 +59,13 @@ def association(
 ) -> float:
     """The calibrated similarity of two memories from their stored vectors, model by model
     (calibration.pair_similarity), given their texts when known: the baselines of their
-    language pair (two English, two Japanese or one of each)."""
+    language pair (two English, two Japanese or one of each) and the terms they share."""
     pair: calibration.LanguagePair = "any"
+    shared = 0.0
     if text_a is not None and text_b is not None:
         pair = calibration.language_pair(calibration.language(text_a), calibration.language(text_b))
-    return calibration.pair_similarity(layout, a, b, pair)
+        shared = calibration.overlap(text_a, text_b)
+    return calibration.pair_similarity(layout, a, b, pair, shared)
 
 
 def unrelated_level(embedder_id: str) -> float:
