@@ -195,10 +195,24 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(t for t in index_terms(text) if len(t) > 1 and t not in STOPWORDS)
 
 
-def overlap(text_a: str, text_b: str) -> float:
-    """Dice overlap of two texts' content terms: 0 (none shared) to 1 (the same terms)."""
-    a, b = terms(text_a), terms(text_b)
+def overlap(text_a: str | frozenset[str], text_b: str | frozenset[str]) -> float:
+    """Dice overlap of two texts' content terms (or of their `terms`, computed once for a text
+    compared with many): 0 (none shared) to 1 (the same terms)."""
+    a = terms(text_a) if isinstance(text_a, str) else text_a
+    b = terms(text_b) if isinstance(text_b, str) else text_b
     return 2 * len(a & b) / (len(a) + len(b)) if a or b else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """What scoring two memories reads from a text: its language and its content terms."""
+
+    language: Language
+    terms: frozenset[str]
+
+
+def profile(text: str) -> Profile:
+    return Profile(language(text), terms(text))
 
 
 Vector = npt.NDArray[np.float32]

@@ -85,7 +85,7 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
     layout = calibration.parts(embedding.embedder)
     found: list[tuple[int, int, float]] = []
     for item, vec, others in nearest:
-        mine = text.get(item)
+        mine = calibration.profile(text[item]) if item in text else None
         sims = [
             (other, ranking.association(layout, vec, _vector(vectors[other]), mine, text.get(other)))
             for other in others
