@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.core.text import bigrams, index_text, keyword_terms, normalize
+from memhub.core.text import bigrams, index_terms, index_text, keyword_terms, normalize
 
 NASTY = [
     '"',
@@ -77,3 +77,8 @@ def test_term_coverage_is_the_share_of_query_terms_a_text_contains() -> None:
     assert japanese("データベース移行の進め方を決めた") == 1.0
     assert japanese("データベース移行") == 0.0
     assert term_coverage("!!!")("anything") == 1.0  # no terms: keywords are not penalised
+
+
+def test_index_terms_are_the_terms_of_index_text() -> None:
+    for text in ("TODO分解の粒度 Plan Mode", "pg_dump ＡＢＣ ｶﾀｶﾅ 東京タワー été x² Ⅻ 1½", "", "a"):
+        assert index_terms(text) == index_text(text).split()

@@ -12,6 +12,7 @@ from memhub.search.calibration import (
     ASSOCIATION_WEIGHTS,
     AT_P95,
     BASELINES,
+    LEXICAL_WEIGHT,
     PAIR_BASELINES,
     Baseline,
     LanguagePair,
@@ -23,9 +24,11 @@ from memhub.search.calibration import (
     language,
     language_pair,
     mixed_z,
+    overlap,
     pair_similarity,
     part_cosines,
     parts,
+    terms,
 )
 from memhub.search.embedders.combined import CombinedEmbedder
 from memhub.search.embedders.hashing import HashingEmbedder
@@ -144,3 +147,28 @@ def test_pair_similarity_of_one_model_or_an_unknown_one() -> None:
     unknown = (Part("mystery/2", 0, 2),)
     assert pair_similarity(unknown, a, b) == pytest.approx(0.5)  # the clipped cosine
     assert mixed_z(unknown, a, b) is None
+
+
+def test_overlap_is_the_dice_share_of_content_terms_in_both_scripts() -> None:
+    assert terms("Retry the upload with a backoff") == {"retry", "upload", "backoff"}  # no stop words
+    assert terms("毎分100リクエスト") >= {"毎分", "100", "リク"}  # CJK as bigrams, as the index sees it
+    assert overlap("Flyway migration V42", "flyway MIGRATION v42") == 1.0  # normalised
+    assert overlap("Flyway migration V42", "Tomatoes need watering") == 0.0
+    shared = overlap("Flyway migration V42", "V42 を本番で流す")
+    assert shared == pytest.approx(2 * 1 / (3 + 6))  # v42 and 5 bigrams
+    assert overlap("", "") == 0.0
+
+
+def test_shared_terms_raise_the_similarity_of_two_memories_of_a_model_pair_only() -> None:
+    e5, use = BASELINES["e5"][("passage", "en")], BASELINES["use"][("passage", "en")]
+    (a1, b1), (a2, b2) = _pair_at(e5.p95), _pair_at(use.p95)
+    a, b = _joined(a1, a2), _joined(b1, b2)
+    plain = mixed_z(LAYOUT, a, b, "en")
+    assert plain is not None
+    assert mixed_z(LAYOUT, a, b, "en", 0.5) == pytest.approx(plain + LEXICAL_WEIGHT * 0.5)
+    rising = [pair_similarity(LAYOUT, a, b, "en", shared) for shared in (0.0, 0.25, 0.5)]
+    assert rising == sorted(rising) and rising[0] < rising[-1] < 1.0
+    # a single model keeps its own passage calibration: the overlap is not added there
+    one = (Part("hash-v1/2", 0, 2),)
+    x, y = _pair_at(0.5)
+    assert pair_similarity(one, x, y, "en", 0.9) == pair_similarity(one, x, y, "en")

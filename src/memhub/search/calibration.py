@@ -31,7 +31,10 @@ unrelated pairs of the same language pair, and the z's are mixed with ASSOCIATIO
 (USE 0.7, e5 0.3: for two memories USE carries the signal, chosen on the calibration half of
 bench/data/assoc_pairs.json). The mix is calibrated once more against its own unrelated pairs
 (PAIR_BASELINES, measured on bench/data/ja_set.json), so 0.7 still means "more alike than 95 %
-of unrelated pairs of memories".
+of unrelated pairs of memories". When the two texts are known, the words they share count too
+(LEXICAL_WEIGHT x the Dice overlap of their content terms, `overlap`): identifiers, numbers and
+names the embedders blur ("V42", "pg_dump", "429") tie two facets of one subject together,
+across languages too; the mix's baselines are measured with that term.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from memhub.core.text import is_cjk
+from memhub.core.text import STOPWORDS, index_terms, is_cjk
 from memhub.search.embedders.base import Embedder
 from memhub.search.embedders.combined import CombinedEmbedder
 
@@ -167,16 +170,50 @@ def cosine_at(embedder_id: str, similarity: float, mode: Mode = "query", pair: L
 # search index's mix) 0.53, e5 alone 0.47; the held-out half is in docs/benchmarks.md.
 ASSOCIATION_WEIGHTS: dict[str, float] = {"e5": 0.3, "use": 0.7}
 
-# the mixed z of unrelated pairs of memories (e5 0.3 + USE 0.7), its median and 95th percentile
-# per language pair: `bench/associations.py calibrate` on bench/data/ja_set.json.
+# added to the mixed z of two memories, times the Dice overlap of their content terms (0-1), when
+# both texts are known; chosen on the calibration half of bench/data/assoc_pairs.json
+# (`bench/associations.py offline`: recall at precision 0.8 there 0.63 without it, 0.71 at 1-3,
+# 0.73 at 4, 0.71 at 5); the held-out half is in docs/benchmarks.md.
+LEXICAL_WEIGHT = 4.0
+
+# the mixed z of unrelated pairs of memories (e5 0.3 + USE 0.7 + LEXICAL_WEIGHT x overlap), its
+# median and 95th percentile per language pair: `bench/associations.py calibrate` on
+# bench/data/ja_set.json.
 PAIR_BASELINES: dict[tuple[str, ...], dict[LanguagePair, Baseline]] = {
     ("e5", "use"): {
-        "en": Baseline(-0.007, 0.893),
-        "ja": Baseline(0.004, 0.882),
-        "cross": Baseline(0.018, 0.868),
-        "any": Baseline(0.008, 0.881),
+        "en": Baseline(0.018, 1.073),
+        "ja": Baseline(0.069, 1.102),
+        "cross": Baseline(0.021, 0.924),
+        "any": Baseline(0.042, 1.015),
     },
 }
+
+
+def terms(text: str) -> frozenset[str]:
+    """A text's content terms as the full-text index sees them (Latin words, CJK bigrams),
+    without stop words and single characters."""
+    return frozenset(t for t in index_terms(text) if len(t) > 1 and t not in STOPWORDS)
+
+
+def overlap(text_a: str | frozenset[str], text_b: str | frozenset[str]) -> float:
+    """Dice overlap of two texts' content terms (or of their `terms`, computed once for a text
+    compared with many): 0 (none shared) to 1 (the same terms)."""
+    a = terms(text_a) if isinstance(text_a, str) else text_a
+    b = terms(text_b) if isinstance(text_b, str) else text_b
+    return 2 * len(a & b) / (len(a) + len(b)) if a or b else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """What scoring two memories reads from a text: its language and its content terms."""
+
+    language: Language
+    terms: frozenset[str]
+
+
+def profile(text: str) -> Profile:
+    return Profile(language(text), terms(text))
+
 
 Vector = npt.NDArray[np.float32]
 
@@ -211,9 +248,12 @@ def part_cosines(layout: Sequence[Part], a: Vector, b: Vector) -> list[float]:
     return [float(a[p.start : p.stop] @ b[p.start : p.stop]) / p.weight for p in layout]
 
 
-def mixed_z(layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "any") -> float | None:
+def mixed_z(
+    layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "any", shared: float = 0.0
+) -> float | None:
     """Each model's z (its cosine against its own unrelated pairs of memories of this language
-    pair) mixed by ASSOCIATION_WEIGHTS; None when a model was never calibrated."""
+    pair) mixed by ASSOCIATION_WEIGHTS, plus LEXICAL_WEIGHT x `shared` (the texts' `overlap`)
+    for a combination of models; None when a model was never calibrated."""
     names = [_prefix(p.embedder_id, BASELINES) for p in layout]
     z = total = 0.0
     for name, cos in zip(names, part_cosines(layout, a, b), strict=True):
@@ -226,15 +266,18 @@ def mixed_z(layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "
             return 0.0
         z += weight * (cos - base.median) / spread
         total += weight
-    return z / total
+    return z / total + (LEXICAL_WEIGHT * shared if len(layout) > 1 else 0.0)
 
 
-def pair_similarity(layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "any") -> float:
+def pair_similarity(
+    layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "any", shared: float = 0.0
+) -> float:
     """The calibrated similarity of two memories' stored vectors (module docstring): each
-    model's z against its unrelated pairs of this language pair, mixed by ASSOCIATION_WEIGHTS,
-    calibrated again for the mix (one model: its own passage calibration). Falls back to the
-    clipped cosine of the whole vectors when a model was never calibrated."""
-    z = mixed_z(layout, a, b, pair)
+    model's z against its unrelated pairs of this language pair, mixed by ASSOCIATION_WEIGHTS
+    with the texts' term overlap `shared`, calibrated again for the mix (one model: its own
+    passage calibration, no overlap). Falls back to the clipped cosine of the whole vectors
+    when a model was never calibrated."""
+    z = mixed_z(layout, a, b, pair, shared)
     if z is None:
         return calibrated("", float(a @ b), "passage", pair)
     names = tuple(_prefix(p.embedder_id, BASELINES) or "" for p in layout)

@@ -54,16 +54,19 @@ def association(
     layout: Sequence[calibration.Part],
     a: calibration.Vector,
     b: calibration.Vector,
-    text_a: str | None = None,
-    text_b: str | None = None,
+    text_a: str | calibration.Profile | None = None,
+    text_b: str | calibration.Profile | None = None,
 ) -> float:
     """The calibrated similarity of two memories from their stored vectors, model by model
-    (calibration.pair_similarity), given their texts when known: the baselines of their
-    language pair (two English, two Japanese or one of each)."""
-    pair: calibration.LanguagePair = "any"
-    if text_a is not None and text_b is not None:
-        pair = calibration.language_pair(calibration.language(text_a), calibration.language(text_b))
-    return calibration.pair_similarity(layout, a, b, pair)
+    (calibration.pair_similarity), given their texts (or their calibration.profile, read once
+    for a memory compared with many) when known: the baselines of their language pair (two
+    English, two Japanese or one of each) and the terms they share."""
+    if text_a is None or text_b is None:
+        return calibration.pair_similarity(layout, a, b)
+    one = calibration.profile(text_a) if isinstance(text_a, str) else text_a
+    other = calibration.profile(text_b) if isinstance(text_b, str) else text_b
+    pair = calibration.language_pair(one.language, other.language)
+    return calibration.pair_similarity(layout, a, b, pair, calibration.overlap(one.terms, other.terms))
 
 
 def unrelated_level(embedder_id: str) -> float:

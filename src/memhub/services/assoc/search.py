@@ -287,9 +287,13 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         rows = tx.query_items(
             viewer, replace(scoped.restrict(where), ids=list(cosines), limit=len(cosines) or 1)
         )
-        layout, stored = calibration.parts(embedding.embedder), tx.get_vector
+        layout, stored, mine = (
+            calibration.parts(embedding.embedder),
+            tx.get_vector,
+            calibration.profile(row.body),
+        )
         sims = {
-            r.id: ranking.association(layout, vec, np.frombuffer(blob, dtype="<f4"), row.body, r.body)
+            r.id: ranking.association(layout, vec, np.frombuffer(blob, dtype="<f4"), mine, r.body)
             for r in rows
             if (blob := stored(r.id, embedding.id)) is not None
         }
