@@ -111,7 +111,7 @@ async def test_a_killed_process_on_this_host_leaves_no_claim_to_wait_for(
         tx.claim_vectors(embedder_id, ids[:2], dead_owner, now=time.time(), lease_s=300.0)  # type: ignore[attr-defined]
     async with anyio.create_task_group() as group:
         group.start_soon(partial(backfill.run_forever, 0.02, max_poll_seconds=0.1))
-        await _until(partial(lambda: _with_vectors(store, embedder_id) == 3), seconds=10.0)
+        await _until(partial(lambda: _with_vectors(store, embedder_id) == 3), seconds=60.0)  # not 300
         group.cancel_scope.cancel()
     with store.transaction(write=False) as tx:
         assert tx.claim_owners() == []  # type: ignore[attr-defined]
