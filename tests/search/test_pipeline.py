@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 import pytest
 from tests.search.conftest import AddItem
 
@@ -93,3 +94,31 @@ async def test_a_search_reads_one_snapshot_and_reranks_in_it(
     assert opened.count(False) - feed_transactions == 1 and not any(opened)
     hits = await engine.search(bob, "kubernetes", k_final=5)
     assert mine in {h.item_id for h in hits} and len(hits) == len(bodies) + 1
+
+
+async def test_more_searches_at_once_than_the_default_thread_limiter_holds(
+    store: Store, add_item: AddItem, alice: Viewer
+) -> None:
+    """Each search's snapshot thread waits for its vector side, whose index arithmetic runs on
+    a thread too: with 50 searches at once (the query's embedding cached, so nothing times
+    out) those must not wait for tokens of anyio's default limiter (40) that the snapshot
+    threads hold."""
+    for i in range(20):
+        add_item(f"note {i} about deploying the service")
+    service = EmbeddingService(HashingEmbedder())
+    index = VectorIndex(store, service.id, service.dim)
+    engine, backfill = SearchEngine(store, service, index), VectorBackfill(store, service, index)
+    await service.load()
+    while await backfill.run_once():
+        pass
+    await engine.search(alice, "deploying the service")  # its embedding is cached from here on
+    results: list[int] = []
+
+    async def one() -> None:
+        results.append(len(await engine.search(alice, "deploying the service", k_final=5)))
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as group:
+            for _ in range(50):
+                group.start_soon(one)
+    assert results == [5] * 50

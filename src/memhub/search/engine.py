@@ -43,6 +43,7 @@ T = TypeVar("T")
 __all__ = ["SearchEngine", "VectorBackfill"]
 
 MAX_K = 1000  # per-side and final result caps
+PREPARE_THREADS = 2  # the vector index's arithmetic (numpy, memory-bound): more threads do not help
 MAX_QUERY_EMBED_CHARS = 2000  # a pasted document as a query: its head carries the meaning
 
 
@@ -65,6 +66,7 @@ class SearchEngine:
         self.vectors = vectors
         self.vector_timeout = vector_timeout
         self.vector_timeouts = 0  # searches answered from text alone because embedding was slow (a metric)
+        self._prepare_limiter: anyio.CapacityLimiter | None = None  # made in the event loop
 
     @property
     def vector_ready(self) -> bool:
@@ -186,10 +188,18 @@ class SearchEngine:
                 log.info("vector search skipped: no query embedding within %.1f s", self.vector_timeout)
                 return
             await side.refreshed.wait()
-            finish = await anyio.to_thread.run_sync(vectors.prepare, query_vec, k)
+            # Its own threads: the snapshot's thread holds a token of the default limiter while
+            # it waits for this, so under 40 searches at once the default limiter would deadlock.
+            if self._prepare_limiter is None:
+                self._prepare_limiter = anyio.CapacityLimiter(PREPARE_THREADS)
+            finish = await anyio.to_thread.run_sync(
+                vectors.prepare, query_vec, k, limiter=self._prepare_limiter
+            )
             side.value = (query_vec, finish)
         except EmbedderUnavailable as exc:
             log.warning("vector search skipped: %s", exc.message)
+        except ValueError as exc:  # the index refused the query (a dimension it does not hold)
+            log.warning("vector search skipped: %s", exc)
         finally:
             side.done.set()
 
