@@ -345,7 +345,7 @@ def _allowed(
         return passed
 
     if explain is None:  # the rule travels with it: a search in the database applies it in its query
-        return VisibleTo(store, Visibility(viewer, kinds, project_id), allowed)
+        return VisibleTo(store, Visibility(viewer, kinds, project_id), allowed, tx)
     return allowed
 
 

@@ -62,7 +62,9 @@ class StoreVectorSearch:
         values = query.tolist()
         if allowed is None or isinstance(allowed, VisibleTo):
             rule = allowed.rule if allowed is not None else None
-            return self.nearest.nearest_vectors(self._embedder_id, values, k, rule)
+            held = allowed.tx if allowed is not None else None
+            nearest = held if isinstance(held, NearestVectors) else self.nearest  # the caller's snapshot
+            return nearest.nearest_vectors(self._embedder_id, values, k, rule)
         hits: list[tuple[int, float]] = []
         offered = 0
         pool = 2 * k

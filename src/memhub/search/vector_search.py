@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy.typing as npt
 
-from memhub.store.base import NearestVectors, Store, Visibility
+from memhub.store.base import NearestVectors, Store, Tx, Visibility
 
 Allowed = Callable[[list[int]], set[int]]  # the subset of candidate ids the caller may see
 Finish = Callable[[Allowed | None], list[tuple[int, float]]]  # the rest of a prepared search
@@ -28,10 +28,15 @@ class VisibleTo:
     (`ItemsTx.visible_ids`). A search in the database applies `rule` inside its query
     instead of calling it with candidates."""
 
-    def __init__(self, store: Store, rule: Visibility, check: Allowed | None = None) -> None:
+    def __init__(
+        self, store: Store, rule: Visibility, check: Allowed | None = None, tx: Tx | None = None
+    ) -> None:
         self.store = store
         self.rule = rule
         self.check = check  # the same rule in a transaction the caller holds (one snapshot)
+        # that transaction: a search in the database runs in it (its snapshot, and no second
+        # pooled connection, which searches holding one each would wait for: a pool deadlock)
+        self.tx = tx
 
     def __call__(self, ids: list[int]) -> set[int]:
         if self.check is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
@@ -31,7 +32,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.base import EventRow, VectorChange, Visibility
-from memhub.store.postgres import vectors
 from memhub.store.postgres.buckets import BucketsMixin
 from memhub.store.postgres.tx import PostgresTx
 
@@ -88,6 +88,7 @@ class PostgresStore(BucketsMixin):
         self.clock: Clock = clock or SystemClock()
         self.cipher = None
         self._hnsw: set[int] = set()
+        self._reading = threading.local()  # .tx: this thread's open read transaction, if any
         self._writer = secrets.token_hex(8)  # this store's row of store_writers (the change probe)
         self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             url,
@@ -136,7 +137,13 @@ class PostgresStore(BucketsMixin):
     @contextmanager
     def transaction(self, *, write: bool) -> Iterator[PostgresTx]:
         """One transaction on a pooled connection: committed when the block ends, rolled back
-        if it raises. A write holds the writer lock until then; a read sees one snapshot."""
+        if it raises. A write holds the writer lock until then; a read sees one snapshot. A read
+        inside a read of the same thread joins it (one snapshot, and no second connection: with
+        every pooled connection held by a search waiting for another, the pool would stall)."""
+        held: PostgresTx | None = getattr(self._reading, "tx", None)
+        if not write and held is not None:
+            yield held
+            return
         with self._connection() as conn:
             conn.read_only = not write
             conn.isolation_level = IsolationLevel.READ_COMMITTED if write else IsolationLevel.REPEATABLE_READ
@@ -144,7 +151,15 @@ class PostgresStore(BucketsMixin):
                 if write:
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
                     conn.execute(COUNT_COMMIT, (self._writer,))
-                yield PostgresTx(conn, isoformat(self.clock.now()), write=write, hnsw=self._hnsw)
+                tx = PostgresTx(conn, isoformat(self.clock.now()), write=write, hnsw=self._hnsw)
+                if write:
+                    yield tx
+                    return
+                self._reading.tx = tx
+                try:
+                    yield tx
+                finally:
+                    self._reading.tx = None
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:
@@ -200,7 +215,7 @@ class PostgresStore(BucketsMixin):
         """`NearestVectors`: pgvector's HNSW index, the visibility filter in the query
         (store/postgres/vectors.py)."""
         with self.transaction(write=False) as tx:
-            return vectors.nearest(tx.conn, embedder, query, k, visible)
+            return tx.nearest_vectors(embedder, query, k, visible)
 
     def vector_deletions(self, embedder: str, after_seq: int) -> tuple[int, list[int]]:
         rows = self._rows(

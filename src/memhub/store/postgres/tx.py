@@ -15,8 +15,8 @@ from psycopg import Connection
 from psycopg.rows import DictRow
 
 from memhub.core.models import Viewer
-from memhub.store.base import ItemQuery, ItemRow
-from memhub.store.postgres import bm25, text
+from memhub.store.base import ItemQuery, ItemRow, Visibility
+from memhub.store.postgres import bm25, text, vectors
 from memhub.store.postgres.maintenance import MaintenanceMixin
 from memhub.store.postgres.people import PeopleMixin
 from memhub.store.sql import POSTGRESQL, item_where, visible
@@ -204,6 +204,12 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
         )
         self._ensure_hnsw(dim)
         return True
+
+    def nearest_vectors(
+        self, embedder: str, query: Sequence[float], k: int, visible: Visibility | None = None
+    ) -> list[tuple[int, float]]:
+        """`NearestVectors` in this transaction (a search's snapshot: no second connection)."""
+        return vectors.nearest(self.conn, embedder, query, k, visible)
 
     def _ensure_hnsw(self, dim: int) -> None:
         """The HNSW index (cosine) over the vectors of one dimension, made with its first vector."""
