@@ -38,6 +38,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 import anyio
@@ -94,16 +95,36 @@ class _Claims(Protocol):
     def drop_claims_of(self, owners: Sequence[str]) -> None: ...
 
 
+RELEASE_S = 5.0  # a stopping backfill waits at most this long to drop its claims (then they run out)
 REAP_EVERY_S = 5.0  # how often claims held elsewhere are checked for a dead process on this host
 
 
+def _here() -> str:
+    """This host and pid namespace: the part of an owner (host/boot/pidns:pid:nonce) that says
+    whether its pid can be looked up from here (replicas on one host's network, containers
+    that share a hostname, have pid namespaces of their own)."""
+    parts = [socket.gethostname()]
+    try:
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8])
+        parts.append(os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]"))
+    except OSError:
+        parts.append("?")  # no /proc: never taken for a process of this host
+    return "/".join(parts)
+
+
+HERE = _here()
+_LIVE: set[str] = set()  # owners of this process's backfills that have not stopped
+
+
 def _gone_here(owner: str) -> bool:
-    """Whether `owner` (host:pid:nonce) was a process on this host that no longer runs: its
+    """Whether `owner` was a process of this host and pid namespace that no longer runs: its
     claims need not wait out their lease (a SIGKILL, a crash). Owners elsewhere: unknown."""
-    host, _, rest = owner.partition(":")
+    where, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit() or int(pid_text) == os.getpid():
+    if where != HERE or where.endswith("/?") or not pid_text.isdigit():
         return False
+    if int(pid_text) == os.getpid():
+        return owner not in _LIVE  # an earlier process with this pid (a container's pid 1)
     try:
         os.kill(int(pid_text), 0)
     except ProcessLookupError:
@@ -133,7 +154,8 @@ class VectorBackfill:
         self.embedded = 0  # items embedded since start (a metric)
         self.scans = 0  # missing_vectors calls (a metric)
         self.failed = 0  # texts the model failed on (a metric)
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # of claims
+        self.owner = f"{HERE}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # of claims
+        _LIVE.add(self.owner)
         self.elsewhere: set[int] = set()  # items another process has claimed, not embedded yet
         self._next_reap = 0.0  # (monotonic) when claims held elsewhere are next checked
         self._queue: deque[tuple[int, str]] = deque()
@@ -361,7 +383,8 @@ class VectorBackfill:
             return mine, held
 
     def _release_mine(self) -> None:
-        """Drop this process's claims (it stops: what it had claimed is anyone's at once)."""
+        """Drop this backfill's claims (it stops: what it had claimed is anyone's at once)."""
+        _LIVE.discard(self.owner)
         try:
             with self.store.transaction(write=True) as tx:
                 if isinstance(tx, _Claims):
@@ -412,7 +435,8 @@ class VectorBackfill:
         finally:
             self._running = False
             self._mark_settled()  # nobody waits for a backfill that stopped
-            self._release_mine()  # quick, and must not wait for a cancelled event loop
+            with anyio.CancelScope(shield=True), anyio.move_on_after(RELEASE_S):
+                await anyio.to_thread.run_sync(self._release_mine, abandon_on_cancel=True)
 
     async def _follow(
         self,
