@@ -25,8 +25,12 @@ def _malloc_trim() -> _Trim | None:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return None
-    trim: _Trim | None = getattr(libc, "malloc_trim", None)
-    return trim
+    trim = getattr(libc, "malloc_trim", None)
+    if trim is None:
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    found: _Trim = trim
+    return found
 
 
 _TRIM = _malloc_trim()

@@ -167,8 +167,6 @@ class VectorIndex:
                     break
             if applied:
                 self._maybe_fit()  # outside the search lock: searches go on meanwhile
-            if applied > FEED_PAGE:
-                release_free_memory()  # the feed's pages and the fit's temporaries (core/memory.py)
             self.last_refresh_ms = (time.perf_counter() - started) * 1000
             if applied > 1000:
                 log.info(
@@ -178,7 +176,9 @@ class VectorIndex:
                     self.last_refresh_ms,
                     self._count,
                 )
-            return applied
+        if applied > FEED_PAGE:  # after the lock: other refreshes (searches) need not wait for it
+            release_free_memory()  # the feed's pages and the fit's temporaries (core/memory.py)
+        return applied
 
     def _apply(self, changes: Sequence[VectorChange]) -> None:
         puts: list[tuple[int, bytes]] = []
