@@ -157,7 +157,18 @@ def test_cold_start_is_under_a_second(tmp_path: Path, backend: Backend) -> None:
         best = min(best, time.perf_counter() - started)
         proc.stdin.close()
         proc.wait(timeout=10)
-    assert best < 3.0, best  # the benchmark reports the real figure; this only catches regressions
+    # The benchmark reports the real figure; this only catches regressions, against the floor
+    # measured here and now (the MCP SDK's import: 0.6 s on a quiet machine, 3 s on a busy one).
+    floor = min(_sdk_import_seconds(params.command) for _ in range(2))
+    assert best < floor + 2.0, (best, floor)
+
+
+def _sdk_import_seconds(memhub: str) -> float:
+    """How long this machine takes to start Python and import the MCP SDK, now."""
+    python = Path(memhub).with_name("python")
+    started = time.perf_counter()
+    subprocess.run([str(python), "-c", "import mcp.server"], check=True)
+    return time.perf_counter() - started
 
 
 @pytest.mark.parametrize(("toolset", "count"), [("discussion", 13), ("assoc", 7), ("decisions", 4)])
