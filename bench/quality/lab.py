@@ -287,12 +287,7 @@ def lent(
     two steps away."""
 
     def f(q: Q) -> tuple[np.ndarray, None]:
-        v, t = parts(q)
-        a = alpha
-        if a is None:
-            tm = q.bm25 > 0
-            a = 0.7 if (float(q.cover[tm].max()) if tm.any() else 0.0) < 0.5 else 0.4
-        rel = a * v + (1 - a) * t
+        rel = _adaptive_rel(q, alpha)
         s = rel + b_prev * neighbour(rel, q, "prev") + b_next * neighbour(rel, q, "next")
         if hop2:
             pp = np.where(q.prev >= 0, q.prev[np.maximum(q.prev, 0)], -1)
@@ -306,13 +301,19 @@ def lent(
     return f
 
 
-def _maxlend(q: Q, beta: float, alpha: float | None = None) -> tuple[np.ndarray, None]:
+def _adaptive_rel(q: Q, alpha: float | None) -> np.ndarray:
+    """The fused relevance with weight `alpha` (None: 0.7 below a best coverage of 0.5, else 0.4)."""
     v, t = parts(q)
     a = alpha
     if a is None:
         tm = q.bm25 > 0
         a = 0.7 if (float(q.cover[tm].max()) if tm.any() else 0.0) < 0.5 else 0.4
-    rel = a * v + (1 - a) * t
+    rel: np.ndarray = a * v + (1 - a) * t
+    return rel
+
+
+def _maxlend(q: Q, beta: float, alpha: float | None = None) -> tuple[np.ndarray, None]:
+    rel = _adaptive_rel(q, alpha)
     return rel + beta * neighbour(rel, q), None
 
 

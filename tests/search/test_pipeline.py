@@ -34,6 +34,17 @@ def test_named_normalisers() -> None:
     assert anchored(0.7, 0.7, 0.7) == 1.0 and anchored(0.7, 0.7, 0.7, flat=0.0) == 0.0
 
 
+async def _indexed_engine(store: Store) -> tuple[SearchEngine, VectorIndex]:
+    """An engine on the hashing embedder whose every item has its vector."""
+    service = EmbeddingService(HashingEmbedder())
+    index = VectorIndex(store, service.id, service.dim)
+    engine, backfill = SearchEngine(store, service, index), VectorBackfill(store, service, index)
+    await service.load()
+    while await backfill.run_once():
+        pass
+    return engine, index
+
+
 async def test_a_search_reads_one_snapshot_and_reranks_in_it(
     store: Store, add_item: AddItem, alice: Viewer, bob: Viewer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -42,12 +53,7 @@ async def test_a_search_reads_one_snapshot_and_reranks_in_it(
     mine = add_item("we deploy everything with kubernetes", title="deployment")
     add_item("kubernetes notes of bob", owner="bob", scope="user")
     add_item("the lunch menu for friday")
-    service = EmbeddingService(HashingEmbedder())
-    index = VectorIndex(store, service.id, service.dim)
-    engine, backfill = SearchEngine(store, service, index), VectorBackfill(store, service, index)
-    await service.load()
-    while await backfill.run_once():
-        pass
+    engine, index = await _indexed_engine(store)
     index.refresh()
 
     opened: list[bool] = []
@@ -81,7 +87,7 @@ async def test_a_search_reads_one_snapshot_and_reranks_in_it(
 
     def rerank(tx: Tx, found: Candidates) -> list[str]:
         assert tx is seen[0]  # the same transaction the viewer was built in
-        assert found.viewer == alice and found.embedder == service.id
+        assert found.viewer == alice and found.embedder == index.embedder_id
         assert found.terms == ("kubernetes",)
         rows = tx.query_items(found.viewer, ItemQuery(ids=found.ids, limit=10))
         return [row.body for row in rows]
@@ -105,12 +111,7 @@ async def test_more_searches_at_once_than_the_default_thread_limiter_holds(
     threads hold."""
     for i in range(20):
         add_item(f"note {i} about deploying the service")
-    service = EmbeddingService(HashingEmbedder())
-    index = VectorIndex(store, service.id, service.dim)
-    engine, backfill = SearchEngine(store, service, index), VectorBackfill(store, service, index)
-    await service.load()
-    while await backfill.run_once():
-        pass
+    engine, _ = await _indexed_engine(store)
     await engine.search(alice, "deploying the service")  # its embedding is cached from here on
     results: list[int] = []
 
