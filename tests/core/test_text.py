@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.core.text import bigrams, index_terms, index_text, keyword_terms, normalize
+from memhub.core.text import bigrams, index_terms, index_text, is_cjk, keyword_terms, normalize
 
 NASTY = [
     '"',
@@ -82,3 +82,32 @@ def test_term_coverage_is_the_share_of_query_terms_a_text_contains() -> None:
 def test_index_terms_are_the_terms_of_index_text() -> None:
     for text in ("TODO分解の粒度 Plan Mode", "pg_dump ＡＢＣ ｶﾀｶﾅ 東京タワー été x² Ⅻ 1½", "", "a"):
         assert index_terms(text) == index_text(text).split()
+
+
+def _runs_by_character(text: str) -> list[str]:
+    """The tokenisation the FTS rows of existing stores were cut by, one character at a time:
+    a run is CJK characters or `str.isalnum` ones; anything else ends it."""
+    terms: list[str] = []
+    current: list[str] = []
+    current_cjk = False
+    for char in normalize(text):
+        kind = True if is_cjk(char) else (False if char.isalnum() else None)
+        if current and kind != current_cjk:
+            terms.extend(bigrams("".join(current)) if current_cjk else ["".join(current)])
+            current = []
+        if kind is not None:
+            current.append(char)
+            current_cjk = kind
+    if current:
+        terms.extend(bigrams("".join(current)) if current_cjk else ["".join(current)])
+    return terms
+
+
+def test_the_regex_tokeniser_cuts_every_code_point_as_the_character_loop_did() -> None:
+    every = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+    for start in range(0, len(every), 512):
+        chunk = "".join(every[start : start + 512])
+        mixed = "".join(f"{char}a{char}設{char}" for char in every[start : start + 64])
+        assert index_terms(chunk) == _runs_by_character(chunk), hex(ord(every[start]))
+        assert index_terms(mixed) == _runs_by_character(mixed), hex(ord(every[start]))
+    assert index_terms("設計方針とpg_dump") == ["設計", "計方", "方針", "針と", "pg", "dump"]

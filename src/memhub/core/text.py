@@ -52,27 +52,17 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+# A run is letters and digits inside the CJK ranges (group 1) or outside them; `[^\\W_]` is
+# `str.isalnum`, so separators and `_` cut runs. One regex: the index, the queries and the
+# association overlap (calibration) all cut text here.
+_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
+_RUNS = re.compile(f"([{_CJK_CLASS}]+)|(?:(?![{_CJK_CLASS}])[^\\W_])+")
+_WORDS = re.compile(f"(?:(?![{_CJK_CLASS}])[^\\W_])+")  # the non-CJK runs alone
+
+
 def _runs(text: str) -> list[tuple[bool, str]]:
     """Split normalised text into (is_cjk, run) pieces of word characters; separators dropped."""
-    runs: list[tuple[bool, str]] = []
-    current: list[str] = []
-    current_cjk = False
-    for char in text:
-        if is_cjk(char):
-            kind: bool | None = True
-        elif char.isalnum():
-            kind = False
-        else:
-            kind = None
-        if current and (kind is None or kind != current_cjk):
-            runs.append((current_cjk, "".join(current)))
-            current = []
-        if kind is not None:
-            current.append(char)
-            current_cjk = kind
-    if current:
-        runs.append((current_cjk, "".join(current)))
-    return runs
+    return [(match.group(1) is not None, match.group(0)) for match in _RUNS.finditer(text)]
 
 
 def bigrams(run: str) -> list[str]:
@@ -83,13 +73,15 @@ def bigrams(run: str) -> list[str]:
 
 def index_text(*parts: str | None) -> str:
     """The text an FTS5 row stores: Latin words as they are, CJK runs as bigrams."""
+    return " ".join(term for part in parts if part for term in index_terms(part))
+
+
+def index_terms(text: str) -> list[str]:
+    """The terms of `index_text(text)`: Latin words as they are, CJK runs as bigrams."""
     out: list[str] = []
-    for part in parts:
-        if not part:
-            continue
-        for cjk, run in _runs(normalize(part)):
-            out.extend(bigrams(run) if cjk else [run])
-    return " ".join(out)
+    for cjk, run in _runs(normalize(text)):
+        out.extend(bigrams(run) if cjk else [run])
+    return out
 
 
 def _script(char: str) -> str:
@@ -143,21 +135,7 @@ def query_terms(
     return terms
 
 
-# Runs of letters and digits outside the CJK ranges: the words `_runs` yields (regex speed).
-_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
-_WORDS = re.compile(f"(?:(?![{_CJK_CLASS}])[^\\W_])+")
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "er", "e")
-_RUNS = re.compile(f"([{_CJK_CLASS}]+)|(?:(?![{_CJK_CLASS}])[^\\W_])+")
-
-
-def index_terms(text: str) -> list[str]:
-    """The terms of `index_text(text)` (Latin words as they are, CJK runs as bigrams), by regex:
-    for scoring many texts (calibration.overlap) where the character loop is too slow."""
-    out: list[str] = []
-    for match in _RUNS.finditer(normalize(text)):
-        run = match.group(0)
-        out.extend(bigrams(run) if match.group(1) else [run])
-    return out
 
 
 def _stem(word: str) -> str:
