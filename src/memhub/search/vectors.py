@@ -312,10 +312,10 @@ class VectorIndex:
 
         `allowed(ids)` returns the subset of `ids` the caller may see (e.g. the store's
         visibility filter). Candidates are taken best first by their scores from the codes,
-        2k at first, widening x4 until `k + rescore_extra` pass or every row has been offered;
-        those that passed are rescored exactly. On a sketched index the candidates come from
-        the rows the sketch pass kept; should fewer than k of those pass the filter, the
-        search starts again over every row.
+        5/4 of the `k + rescore_extra` wanted at first (usually one round), widening x4 until
+        that many pass or every row has been offered; those that passed are rescored exactly.
+        On a sketched index the candidates come from the rows the sketch pass kept; should
+        fewer than k of those pass the filter, the search starts again over every row.
         """
         return self.prepare(query_vec, k)(allowed)
 
@@ -389,7 +389,7 @@ class VectorIndex:
         want = k + self.rescore_extra
         offered = 0
         count = len(scores)
-        pool = min(count, 2 * k if allowed is not None else want)
+        pool = min(count, want + want // 4 if allowed is not None else want)  # most pass: one round
         while True:
             order = self._top(scores, ids, pool)[offered:]
             candidates = [int(i) for i in ids[order]]
