@@ -15,15 +15,14 @@ reads a quarter of the bytes and is faster than a float32 scan was.
 
 Up to `approx_min` rows every row is scored. Past it, the index also keeps a short sketch of
 each row (`search/sketch.py`: PCA, `sketch_dims` coordinates kept as int16 codes with a
-scale per row), ranks every row by its sketch, and
-scores the best `rerank_share` of them (at least `rerank_min`) from the codes before the exact
-rescoring. The projection is refitted whenever the index has doubled since the last fit.
+scale per row), ranks every row by its sketch, and scores the best `rerank_share` of them
+(at least `rerank_min`) from the codes before the exact rescoring. The projection is refitted
+whenever the index has doubled since the last fit.
 
 Layout: `codes[:count]`, `scales[:count]`, `sketch[:count]`, `sketch_scales[:count]` and
-`ids[:count]` hold the live
-rows; `pos` maps item id -> row. A delete moves the last row into the hole (swap-remove),
-capacity doubles when full. A lock guards the arrays; a second lock serialises refreshes, so
-the database read runs outside the search lock.
+`ids[:count]` hold the live rows; `pos` maps item id -> row. A delete moves the last row into
+the hole (swap-remove), capacity doubles when full. A lock guards the arrays; a second lock
+serialises refreshes, so the database read runs outside the search lock.
 """
 
 from __future__ import annotations
