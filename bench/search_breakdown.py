@@ -13,6 +13,11 @@ and the whole call. `--profile FILE` also writes a cProfile of the timed calls (
 threads' own work is not in it: cProfile follows one thread; the stage timers cover them).
 Run it once per checkout (PYTHONPATH) to compare.
 
+`--dump FILE` instead writes what 200 fixed queries return (the bench queries, then single
+sentences of the seeded corpus' kind): one JSON line per query, its results in order (id,
+score, similarity). Run it once per checkout on the same database and compare the files
+(`cmp`) to show a change leaves the rankings alone.
+
 `--rss` instead follows the process's resident memory (VmRSS, and the peak VmHWM, MiB) through
 the steps of bench/assoc_latency.py: index loaded, 10 searches, 100 stores and their backfill,
 300 searches; each step's figure is read after it (malloc's heap is not trimmed by the bench).
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import random
 import shutil
 import statistics
@@ -155,6 +161,31 @@ async def _rss_steps(client: Client, rng: random.Random) -> None:
     print(f"+ 300 searches                      {_rss()}")
 
 
+def _dump_queries(n: int = 200) -> list[str]:
+    """The bench queries, then single sentences the seeded corpus is made of (a fixed seed)."""
+    from corpus import sentence
+
+    rng = random.Random(2026)
+    found = list(dict.fromkeys(QUERIES))
+    while len(found) < n:
+        text = sentence(rng).split("\n")[0]
+        if text not in found:
+            found.append(text)
+    return found[:n]
+
+
+async def _dump(client: Client, out: Path) -> None:
+    search = {"action": "search", "threshold": 0.0}
+    with out.open("w", encoding="utf-8") as file:
+        for query in _dump_queries():
+            result = await client.call_tool("memory", {**search, "query": query})
+            assert not result.is_error, result.content
+            found = (result.structured_content or {}).get("memories", [])
+            ranked = [[hit.get("id"), hit.get("score"), hit.get("similarity")] for hit in found]
+            file.write(json.dumps({"query": query, "results": ranked}, ensure_ascii=False) + "\n")
+    print(f"wrote {out}")
+
+
 async def _warm(runtime: Runtime) -> None:
     """Until the model is ready and every stored vector is in the index (its sketch fitted)."""
     engine, embedding = runtime.search, runtime.embedding
@@ -168,8 +199,10 @@ async def _warm(runtime: Runtime) -> None:
     await anyio.to_thread.run_sync(vectors.refresh)  # waits for the first load's own refresh
 
 
-async def measure(db: Path, embedder: str, queries: int, profile: str | None, rss: bool) -> None:
-    if not rss:
+async def measure(
+    db: Path, embedder: str, queries: int, profile: str | None, rss: bool, dump: Path | None = None
+) -> None:
+    if not rss and dump is None:
         _instrument()
     settings = Settings(home=db.parent, user="bench", project="bench", db=str(db), embedder=embedder)
     container = build_container(settings)
@@ -179,7 +212,9 @@ async def measure(db: Path, embedder: str, queries: int, profile: str | None, rs
         group.start_soon(container.run_background)
         await _warm(runtime)
         async with Client(container.server) as client:
-            if rss:
+            if dump is not None:
+                await _dump(client, dump)
+            elif rss:
                 await _rss_steps(client, rng)
             else:
                 await _timed_searches(client, rng, queries, profile)
@@ -223,11 +258,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--profile", help="write a cProfile of the timed calls here")
     parser.add_argument("--rss", action="store_true", help="resident memory after each step instead")
+    parser.add_argument("--dump", type=Path, help="write 200 fixed queries' results here instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         shutil.copyfile(args.db, db)
-        anyio.run(measure, db, args.embedder, args.queries, args.profile, args.rss)
+        anyio.run(measure, db, args.embedder, args.queries, args.profile, args.rss, args.dump)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from memhub.search import sketch
 from memhub.search.sketch import Projection
 from memhub.search.vectors import VectorIndex
 from memhub.store.base import Store
@@ -52,6 +53,19 @@ def test_projection_of_full_rank_reproduces_centred_dot_products() -> None:
     assert Projection.fit(rows, dims=99).dims == 6  # capped by the data
     with pytest.raises(ValueError):
         Projection.fit(rows[:1], dims=2)
+
+
+def test_sketch_codes_score_like_the_float32_sketches_across_blocks() -> None:
+    rng = np.random.default_rng(5)
+    rows = rng.normal(size=(sketch.SCAN_BLOCK + 300, 8)).astype(np.float32)  # two blocks
+    rows[7] = 0.0  # a zero row: scale 0, score 0
+    codes, scales = sketch.quantise(rows)
+    assert codes.dtype == np.int16 and scales[7] == 0.0
+    query = rng.normal(size=8).astype(np.float32)
+    got = sketch.scores(codes, scales, len(rows) - 5, query)  # only the first `count` rows
+    assert got.shape == (len(rows) - 5,)
+    assert got == pytest.approx((rows @ query)[: len(rows) - 5], abs=1e-3)
+    assert got[7] == 0.0
 
 
 def filled(store: Store, add_item: AddItem, rng: np.random.Generator, n: int) -> list[int]:

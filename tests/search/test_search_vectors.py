@@ -193,7 +193,8 @@ def test_visibility_filter_is_respected_and_the_pool_widens(
 
     hits = index.search(query, 1, counting)
     assert rounded(hits) == [(public, 0.7071)]
-    assert calls == [2, 6, 24]  # pool 2, widened x4 to 8, then all 32 rows: only new ids are offered
+    # the first pool: 5/4 of the k + rescore_extra wanted (26), then all 32 rows: only new ids offered
+    assert calls == [26, 6]
     assert [i for i, _ in index.search(query, 100, visible_to(store, alice))] == [public]
     bob_hits = [i for i, _ in index.search(query, 100, visible_to(store, bob))]
     assert sorted(bob_hits) == sorted([*hidden, private, public])

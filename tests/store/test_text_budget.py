@@ -43,3 +43,9 @@ def test_the_union_is_not_counted_when_a_term_alone_is_over_the_budget_or_the_su
     assert "a|c|d" not in _run(["a", "c", "d"], 100)[1]  # c alone: 5000
     assert "a|d" not in _run(["a", "d"], 100)[1]  # 51 at most
     assert "a|b" in _run(["a", "b"], 100)[1]  # 60..110: only the union's count tells
+
+
+def test_one_term_is_not_counted_its_newest_matches_tell() -> None:
+    assert _run(["c"], 100) == (("c", 4900), [])
+    assert _run(["a"], 100) == (("a", 0), [])  # fewer match than the budget: every row
+    assert _run(["a"], 50) == (("a", 0), [])  # exactly the budget: from its lowest id on (0 here)

@@ -14,14 +14,15 @@ cosines. A scan of every row dequantises blocks of `SCAN_ROWS` rows that stay in
 reads a quarter of the bytes and is faster than a float32 scan was.
 
 Up to `approx_min` rows every row is scored. Past it, the index also keeps a short sketch of
-each row (`search/sketch.py`: PCA, `sketch_dims` floats), ranks every row by its sketch, and
-scores the best `rerank_share` of them (at least `rerank_min`) from the codes before the exact
-rescoring. The projection is refitted whenever the index has doubled since the last fit.
+each row (`search/sketch.py`: PCA, `sketch_dims` coordinates kept as int16 codes with a
+scale per row), ranks every row by its sketch, and scores the best `rerank_share` of them
+(at least `rerank_min`) from the codes before the exact rescoring. The projection is refitted
+whenever the index has doubled since the last fit.
 
-Layout: `codes[:count]`, `scales[:count]`, `sketch[:count]` and `ids[:count]` hold the live
-rows; `pos` maps item id -> row. A delete moves the last row into the hole (swap-remove),
-capacity doubles when full. A lock guards the arrays; a second lock serialises refreshes, so
-the database read runs outside the search lock.
+Layout: `codes[:count]`, `scales[:count]`, `sketch[:count]`, `sketch_scales[:count]` and
+`ids[:count]` hold the live rows; `pos` maps item id -> row. A delete moves the last row into
+the hole (swap-remove), capacity doubles when full. A lock guards the arrays; a second lock
+serialises refreshes, so the database read runs outside the search lock.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memhub.core.memory import release_free_memory
+from memhub.search import sketch as sketches
 from memhub.search.sketch import FIT_SAMPLE, Projection
 from memhub.search.vector_search import Allowed, Finish
 from memhub.store.base import VectorChange
@@ -51,6 +53,7 @@ RESCORE_EXTRA = 20  # candidates rescored exactly beyond the k asked for...
 RESCORE_MAX = 60  # ...but never more than this many (read from the store in one query)
 FEED_PAGE = 4_096  # changes read from the feed at a time
 SCAN_ROWS = 1_024  # rows dequantised at a time by a scan of every row
+GATHER_ROWS = 256  # kept rows gathered and dequantised at a time after the sketch pass
 
 Floats = npt.NDArray[np.float32]
 
@@ -108,7 +111,8 @@ class VectorIndex:
         self.rescore_extra = rescore_extra
         self._projection: Projection | None = None
         self._fitted_at = 0  # rows in the index when the projection was fitted
-        self._sketch: Floats = np.zeros((0, self.sketch_dims), dtype=np.float32)
+        self._sketch: sketches.Codes = np.zeros((0, self.sketch_dims), dtype=np.int16)
+        self._sketch_scales: Floats = np.zeros(0, dtype=np.float32)
         self.feed = feed
         self.embedder_id = embedder_id
         self.dim = dim
@@ -213,12 +217,15 @@ class VectorIndex:
         self._codes[positions] = codes  # the feed gives one change per item: no repeats
         self._scales[positions] = scales
         if self._projection is not None:
-            self._sketch[positions] = self._projection.rows(rows)
+            self._sketch[positions], self._sketch_scales[positions] = sketches.quantise(
+                self._projection.rows(rows)
+            )
 
     def _drop_sketch(self) -> None:
         """Searches scan every row again (call with `_lock` held)."""
         self._projection, self._fitted_at = None, 0
-        self._sketch = np.zeros((0, self.sketch_dims), dtype=np.float32)
+        self._sketch = np.zeros((0, self.sketch_dims), dtype=np.int16)
+        self._sketch_scales = np.zeros(0, dtype=np.float32)
 
     def _maybe_fit(self) -> None:
         """Fit the sketch projection once the index is large, again each time it doubles, and
@@ -240,12 +247,16 @@ class VectorIndex:
         if count > FIT_SAMPLE:
             sample = np.sort(np.random.default_rng(0).choice(count, FIT_SAMPLE, replace=False))
         projection = Projection.fit(_rows(codes, scales, sample), self.sketch_dims)
-        sketch = np.zeros((len(codes), projection.dims), dtype=np.float32)
+        sketch = np.zeros((len(codes), projection.dims), dtype=np.int16)
+        sketch_scales = np.zeros(len(codes), dtype=np.float32)
         for start in range(0, count, 16_384):
             block = np.arange(start, min(count, start + 16_384))
-            sketch[block] = projection.rows(_rows(codes, scales, block))
+            sketch[block], sketch_scales[block] = sketches.quantise(
+                projection.rows(_rows(codes, scales, block))
+            )
         with self._lock:
-            self._projection, self._sketch, self._fitted_at = projection, sketch, count
+            self._projection, self._fitted_at = projection, count
+            self._sketch, self._sketch_scales = sketch, sketch_scales
         log.info(
             "vector index %s: sketch of %d dims fitted over %d rows in %.0f ms",
             self.embedder_id,
@@ -265,6 +276,7 @@ class VectorIndex:
             self._scales[position] = self._scales[last]
             if self._projection is not None:
                 self._sketch[position] = self._sketch[last]
+                self._sketch_scales[position] = self._sketch_scales[last]
             self._ids[position] = moved
             self._pos[moved] = position
         self._count = last
@@ -283,9 +295,11 @@ class VectorIndex:
         ids = np.zeros(capacity, dtype=np.int64)
         ids[:count] = self._ids[:count]
         if self._projection is not None:
-            sketch = np.zeros((capacity, self._sketch.shape[1]), dtype=np.float32)
+            sketch = np.zeros((capacity, self._sketch.shape[1]), dtype=np.int16)
             sketch[:count] = self._sketch[:count]
-            self._sketch = sketch
+            sketch_scales = np.zeros(capacity, dtype=np.float32)
+            sketch_scales[:count] = self._sketch_scales[:count]
+            self._sketch, self._sketch_scales = sketch, sketch_scales
         self._codes, self._scales, self._ids = codes, scales, ids
 
     # -- search ---------------------------------------------------------------------------
@@ -297,10 +311,10 @@ class VectorIndex:
 
         `allowed(ids)` returns the subset of `ids` the caller may see (e.g. the store's
         visibility filter). Candidates are taken best first by their scores from the codes,
-        2k at first, widening x4 until `k + rescore_extra` pass or every row has been offered;
-        those that passed are rescored exactly. On a sketched index the candidates come from
-        the rows the sketch pass kept; should fewer than k of those pass the filter, the
-        search starts again over every row.
+        5/4 of the `k + rescore_extra` wanted at first (usually one round), widening x4 until
+        that many pass or every row has been offered; those that passed are rescored exactly.
+        On a sketched index the candidates come from the rows the sketch pass kept; should
+        fewer than k of those pass the filter, the search starts again over every row.
         """
         return self.prepare(query_vec, k)(allowed)
 
@@ -321,7 +335,9 @@ class VectorIndex:
                 return _nothing
             keep = max(self.rerank_min, int(count * self.rerank_share), 8 * k)
             if self._projection is not None and count >= self.approx_min and keep < count:
-                rough = self._sketch[:count] @ self._projection.query(query)
+                rough = sketches.scores(
+                    self._sketch, self._sketch_scales, count, self._projection.query(query)
+                )
                 rows = np.argpartition(rough, count - keep)[count - keep :]
                 rows.sort()  # in memory order: the gather below reads ahead
                 sketched = _scores(self._codes, self._scales, rows, query), self._ids[rows]
@@ -372,7 +388,7 @@ class VectorIndex:
         want = k + self.rescore_extra
         offered = 0
         count = len(scores)
-        pool = min(count, 2 * k if allowed is not None else want)
+        pool = min(count, want + want // 4 if allowed is not None else want)  # most pass: one round
         while True:
             order = self._top(scores, ids, pool)[offered:]
             candidates = [int(i) for i in ids[order]]
@@ -435,8 +451,16 @@ def _unit(rows: Floats) -> Floats:
 def _scores(
     codes: npt.NDArray[np.int8], scales: Floats, index: npt.NDArray[np.intp], query: Floats
 ) -> Floats:
-    """Scores of rows `index` from their codes."""
-    out: Floats = codes[index].astype(np.float32) @ query
+    """Scores of rows `index` from their codes, `GATHER_ROWS` rows at a time widened in a
+    buffer that stays in cache (one float32 copy of every kept row was a fresh 7 MB a search
+    at 2,000 rows x 896 dims: four times slower, the same values)."""
+    out = np.empty(len(index), dtype=np.float32)
+    buffer = np.empty((min(GATHER_ROWS, len(index)), codes.shape[1]), dtype=np.float32)
+    for start in range(0, len(index), GATHER_ROWS):
+        end = min(len(index), start + GATHER_ROWS)
+        block = buffer[: end - start]
+        block[...] = codes[index[start:end]]
+        np.matmul(block, query, out=out[start:end])
     out *= scales[index]
     return out
 

@@ -29,24 +29,25 @@ def bounded(terms: Sequence[str], budget: int, count: Count, join: Join, newest:
         raise ValueError("budget must be at least 1")
     expr = join(terms)
     if len(terms) <= 1:
-        if count(expr) <= budget:
-            return expr, 0
-    else:
-        # each term's count first: the OR matches at most their sum and at least their largest,
-        # so its own count (the costliest: it merges every doclist) is needed only in between
-        counted = sorted((count(term), position, term) for position, term in enumerate(terms))
-        if sum(matches for matches, _, _ in counted) <= budget:
-            return expr, 0
-        if counted[-1][0] <= budget and count(expr) <= budget:
-            return expr, 0
-        kept: list[tuple[int, str]] = []
-        total = 0
-        for matches, position, term in counted:  # rarest first
-            if kept and total + matches > budget:
-                break
-            kept.append((position, term))
-            total += matches
-        expr = join([term for _, term in sorted(kept)])
-        if total <= budget:
-            return expr, 0
+        # no count: where the `budget` newest matches start is 0 when fewer match, and the
+        # lowest match when exactly `budget` do (the same rows); it reads at most `budget`
+        # matches where a count reads all of them
+        return expr, newest(expr, budget)
+    # each term's count first: the OR matches at most their sum and at least their largest,
+    # so its own count (the costliest: it merges every doclist) is needed only in between
+    counted = sorted((count(term), position, term) for position, term in enumerate(terms))
+    if sum(matches for matches, _, _ in counted) <= budget:
+        return expr, 0
+    if counted[-1][0] <= budget and count(expr) <= budget:
+        return expr, 0
+    kept: list[tuple[int, str]] = []
+    total = 0
+    for matches, position, term in counted:  # rarest first
+        if kept and total + matches > budget:
+            break
+        kept.append((position, term))
+        total += matches
+    expr = join([term for _, term in sorted(kept)])
+    if total <= budget:
+        return expr, 0
     return expr, newest(expr, budget)
