@@ -38,22 +38,21 @@ def diversify(
     pool = list(ranked)
     if penalty <= 0 or floor >= 1.0:
         return [(item, scores[item], 0.0) for item in pool[:limit]]
-    have = [item for item in pool if item in vectors]
-    index = {item: i for i, item in enumerate(have)}
-    sims = np.zeros((0, 0))
+    n = len(pool)
+    value = np.array([scores[item] for item in pool], dtype=np.float64)
+    cost = penalty * np.array([weights[item] for item in pool], dtype=np.float64)
+    sims = np.zeros((n, n))
+    have = [k for k, item in enumerate(pool) if item in vectors]
     if have:
-        matrix = np.stack([np.asarray(vectors[item], dtype=np.float32) for item in have])
-        sims = np.clip((matrix @ matrix.T - floor) / (1.0 - floor), 0.0, 1.0)
-    redundancy = dict.fromkeys(pool, 0.0)
+        matrix = np.stack([np.asarray(vectors[pool[k]], dtype=np.float32) for k in have])
+        sims[np.ix_(have, have)] = np.clip((matrix @ matrix.T - floor) / (1.0 - floor), 0.0, 1.0)
+    redundancy = np.zeros(n)
+    left = np.ones(n, dtype=bool)
     chosen: list[tuple[int, float, float]] = []
-    while pool and len(chosen) < limit:
-        # ties: the earlier in `ranked` (its own tie-break) wins
-        best = max(pool, key=lambda i: scores[i] - penalty * weights[i] * redundancy[i])
-        chosen.append((best, scores[best] - penalty * weights[best] * redundancy[best], redundancy[best]))
-        pool.remove(best)
-        if best in index:
-            row = sims[index[best]]
-            for item in pool:
-                if item in index:
-                    redundancy[item] = max(redundancy[item], float(row[index[item]]))
+    for _ in range(min(limit, n)):
+        marginal = np.where(left, value - cost * redundancy, -np.inf)
+        k = int(np.argmax(marginal))  # ties: the earlier in `ranked` (its own tie-break) wins
+        chosen.append((pool[k], float(marginal[k]), float(redundancy[k])))
+        left[k] = False
+        redundancy = np.maximum(redundancy, sims[k])
     return chosen
