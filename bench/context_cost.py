@@ -8,8 +8,13 @@ random older one, then times what assoc's memory search now does more per query:
 temporal neighbours of the candidates that may still reach the first results
 (`context.contenders`: tens of the 200; `--ids` sizes, 200 = every candidate) in the search's
 read transaction (`context.neighbours`, one links query) and lend the 200 candidates'
-relevance (`context.lend`). p50 / p95 of CPU milliseconds (`time.thread_time`: stable on a
-shared machine, where wall time mostly measures waiting), inside the search's transaction.
+relevance (`context.lend`); then what the query-dependent weight and diversity add (issue 23,
+second round): the keyword coverage of the 20 best BM25 candidates (`ranking.COVERAGE_PROBE`,
+LoCoMo-length texts; most are computed for relevance anyway) and reading the stored vectors of
+the 20 best-scored candidates (896 floats each, e5+use's size) plus choosing 10 of them by
+maximal marginal relevance (`search/diversity.py`). p50 / p95 of CPU milliseconds
+(`time.thread_time`: stable on a shared machine, where wall time mostly measures waiting),
+inside the search's transaction.
 """
 
 from __future__ import annotations
@@ -23,13 +28,24 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+import numpy as np
+
 from memhub.core.models import Kind
+from memhub.core.text import term_coverage
 from memhub.search.context import lend, neighbours
+from memhub.search.diversity import diversify
 from memhub.store.base import NewItem
 from memhub.store.open import open_store
 
 SESSION = 20
 CANDIDATES = 200
+DIM = 896
+EMBEDDER = "bench-896"
+POOL = 20
+TURN = (
+    "[1:56 pm on 8 May, 2023] Melanie: Yep, Caroline. Taking care of ourselves is vital. "
+    "I'm off to go swimming with the kids after the pottery class. Talk to you soon!"
+)
 
 
 def main() -> int:
@@ -62,6 +78,10 @@ def main() -> int:
                         tx.upsert_link(ids[i], ids[i - 1], "association", "temporal", 1.0)
                     if i % 10 == 0:
                         tx.upsert_link(ids[i], ids[rng.randrange(i)], "association", "semantic", 0.9)
+                gen = np.random.default_rng(7)
+                for item in ids:
+                    v = gen.standard_normal(DIM).astype("<f4")
+                    tx.put_vector(item, EMBEDDER, (v / np.linalg.norm(v)).astype("<f4").tobytes(), DIM)
             for size in (int(x) for x in args.ids.split(",")):
                 read, total = [], []
                 for _ in range(args.calls):
@@ -82,6 +102,29 @@ def main() -> int:
                     f"p95 {_p(total, 0.95):.2f}",
                     flush=True,
                 )
+            cover, diverse = [], []
+            share = term_coverage("What activities does Melanie partake in with her kids?")
+            texts = [f"{TURN} {i}" for i in range(POOL)]
+            for _ in range(args.calls):
+                pool = rng.sample(ids, POOL)
+                scores = dict(zip(pool, sorted((rng.random() for _ in pool), reverse=True), strict=True))
+                with store.transaction(write=False) as tx:
+                    started = time.thread_time()
+                    for text in texts:
+                        share(text)
+                    middle = time.thread_time()
+                    blobs = tx.get_vectors(pool, EMBEDDER)
+                    vectors = {i: np.frombuffer(b, dtype="<f4") for i, b in blobs.items()}
+                    diversify(pool, scores, dict.fromkeys(pool, 0.8), vectors, 0.639, 0.083, 10)
+                    ended = time.thread_time()
+                cover.append((middle - started) * 1000)
+                diverse.append((ended - middle) * 1000)
+            print(
+                f"{args.backend}, {args.n} memories, {args.calls} calls: coverage of {POOL} turns p50 "
+                f"{statistics.median(cover):.2f} ms p95 {_p(cover, 0.95):.2f}; {POOL} vectors read + "
+                f"diversity p50 {statistics.median(diverse):.2f} ms p95 {_p(diverse, 0.95):.2f}",
+                flush=True,
+            )
         finally:
             store.close()
     return 0

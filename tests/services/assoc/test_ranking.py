@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.services.assoc.ranking import MINMAX_TEXT, calibrated, relevance, score, text_range
+from memhub.services.assoc.ranking import (
+    ALPHA_KEYWORD,
+    ALPHA_PARAPHRASE,
+    COVERAGE_CUT,
+    MINMAX_TEXT,
+    alpha_for,
+    calibrated,
+    relevance,
+    score,
+    text_range,
+)
 
 
 def test_text_range_is_min_max_with_enough_candidates_else_anchored_at_half_the_best() -> None:
@@ -35,3 +45,9 @@ def test_calibration_prefers_the_longest_prefix_and_importance_reorders_only_clo
     assert calibrated("e5+use-75/896", 0.829) > 0.95  # e5+use, not e5's baseline
     assert score(0.95, 1.0, 0) > score(1.0, 0.0, 0)  # close: the important one first
     assert score(0.6, 1.0, 20) < score(1.0, 0.0, 0)  # a much better match still wins
+
+
+def test_the_vector_weight_rises_when_no_keyword_candidate_holds_the_query() -> None:
+    assert ALPHA_KEYWORD < ALPHA_PARAPHRASE
+    assert alpha_for(1.0) == alpha_for(COVERAGE_CUT) == ALPHA_KEYWORD  # the query's words are stored
+    assert alpha_for(COVERAGE_CUT - 0.01) == alpha_for(0.0) == ALPHA_PARAPHRASE  # a paraphrase, a translation

@@ -21,6 +21,8 @@ relevance (how well the memory matches, 0-1; what ranks; both sides through sear
   paraphrase), and min-max alone would give it the full text weight. Offline
   (bench/quality/explore.py, e5+use, alpha 0.5) it lifted the ja set 0.803 -> 0.873 hit@5
   and LoCoMo 0.644 -> 0.646 (hit@1 0.373 -> 0.394, MRR 0.488 -> 0.499).
+  alpha = alpha_for(the best coverage among the COVERAGE_PROBE best BM25 candidates): 0.4
+  when the query's words are in a memory, 0.7 when they are not (docs/ranking.md).
 score (what results are sorted by):
   score = relevance * (0.7 + 0.2 * importance + 0.1 * usage),
   usage = min(1, ln(1 + access_count) / ln(21))   (20 reads count as fully used)
@@ -39,6 +41,16 @@ from memhub.search.fusion import anchored
 # first matching prefix wins: "e5+use" before "e5".
 UNRELATED_COSINE: dict[str, float] = {"e5+use": 0.61, "e5": 0.78, "use": 0.10, "hash": 0.0}
 USAGE_SATURATION = 20
+# query-dependent fusion weight (docs/ranking.md "Which side to trust"): the vector side's
+# weight is ALPHA_KEYWORD when a keyword candidate holds at least COVERAGE_CUT of the query's
+# terms (the query's words are in the store: trust them), ALPHA_PARAPHRASE when none does (a
+# paraphrase or another language: the best BM25 is an incidental word). The best coverage is
+# read among the COVERAGE_PROBE best BM25 candidates (on LoCoMo and the ja set the same
+# decision as over all of them for all but 3 of 2,124 questions).
+ALPHA_KEYWORD = 0.4
+ALPHA_PARAPHRASE = 0.7
+COVERAGE_CUT = 0.5
+COVERAGE_PROBE = 20
 
 
 def _clip(value: float) -> float:
@@ -133,6 +145,12 @@ def relevance(
     if vector is None:
         return text
     return alpha * vector + (1 - alpha) * text
+
+
+def alpha_for(best_coverage: float) -> float:
+    """The vector weight of `relevance` for a query whose best keyword candidate contains
+    `best_coverage` of its terms (0 when there is no keyword candidate)."""
+    return ALPHA_KEYWORD if best_coverage >= COVERAGE_CUT else ALPHA_PARAPHRASE
 
 
 def usage(access_count: int) -> float:

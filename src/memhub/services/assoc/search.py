@@ -18,7 +18,7 @@ from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.ids import MEM, PROJ
 from memhub.core.models import Kind, Viewer
-from memhub.search import calibration, context
+from memhub.search import calibration, context, diversity
 from memhub.search.explain import Explanation
 from memhub.search.pipeline import Candidates
 from memhub.services import access
@@ -31,6 +31,11 @@ from memhub.store.base import ItemBrief, ItemQuery, ItemRow, Tx
 CANDIDATES = 200  # per retriever; the filters and the threshold then narrow them
 ALPHA = 0.5  # vector weight in the fusion: with e5+use the best balance of LoCoMo and the ja set
 CONTEXT_SHARE = 0.2  # of the best neighbour's relevance a memory borrows (search/context.py)
+# diversity of the first results (search/diversity.py): a result close to one already shown
+# loses up to 0.1 of relevance (before context's rescale by 1 + share), chosen among the
+# 2 · limit best-scored (at least DIVERSITY_POOL)
+DIVERSITY = 0.1 / (1 + CONTEXT_SHARE)
+DIVERSITY_POOL = 20
 MAX_TOTAL = 1_000  # filter searches count matches up to this
 PENDING_NOTE = "vectors of memories stored just now are still being computed; search again in a moment"
 
@@ -102,11 +107,19 @@ async def ranked(
         passes = {i: sim >= threshold for i, sim in sims.items()}
         covered: dict[int, float] = {}
 
-        def relevance(item: int) -> float:  # coverage is the costly part: only where it is needed
+        def coverage_of(item: int) -> float:  # the costly part of relevance: only where it is needed
+            if item not in covered:
+                covered[item] = found.coverage(norms[item]) if item in norms else 1.0
+            return covered[item]
+
+        # which side to trust: does any of the best keyword candidates hold the query's words?
+        probe = sorted(norms, key=lambda i: (-(by_id[i].text_score or 0.0), -i))[: ranking.COVERAGE_PROBE]
+        alpha = ranking.alpha_for(max((coverage_of(i) for i in probe), default=0.0))
+
+        def relevance(item: int) -> float:
             hit = by_id[item]
-            covered[item] = found.coverage(norms[item]) if item in norms else 1.0
             return ranking.relevance(
-                embedder, hit.vector_score, hit.text_score, text_range, ALPHA, cosine_range, covered[item]
+                embedder, hit.vector_score, hit.text_score, text_range, alpha, cosine_range, coverage_of(item)
             )
 
         kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
@@ -115,7 +128,7 @@ async def ranked(
         # read only for the candidates that can still reach the first `limit`; a neighbour under
         # the threshold lends too, at most the best relevance with full coverage
         ceiling = max(
-            (ranking.relevance(embedder, h.vector_score, h.text_score, text_range, ALPHA, cosine_range)
+            (ranking.relevance(embedder, h.vector_score, h.text_score, text_range, alpha, cosine_range)
              for h in map(by_id.__getitem__, passes)),
             default=0.0,
         )  # fmt: skip
@@ -145,12 +158,12 @@ async def ranked(
             explain.stage = "assoc"
             explain.count("outside the searched domains or projects", len(by_id) - len(briefs))
             explain.params.update(
-                threshold=threshold, alpha=ALPHA, embedder=embedder or "none",
+                threshold=threshold, alpha=alpha, embedder=embedder or "none", diversity=DIVERSITY,
                 text_low=text_range[0], text_best=text_range[1],
                 cosine_low=cosine_range[0], cosine_best=cosine_range[1],
             )  # fmt: skip
         scored.sort(key=lambda t: (-t[0], -t[2]))
-        top = scored[:limit]
+        top = _diverse(tx, scored, kept, embedder, limit, explain)
         chosen = replace(candidates, ids=[i for _, _, i in top], limit=len(top) or 1)
         rows = {row.id: row for row in tx.query_items(viewer, chosen)}
         memories = [domains.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
@@ -163,6 +176,33 @@ async def ranked(
         k_vec=CANDIDATES, k_final=CANDIDATES, alpha=ALPHA, explain=explain,
     )  # fmt: skip
     return memories, total, note
+
+
+def _diverse(
+    tx: Tx,
+    scored: list[tuple[float, float, int]],
+    weights: dict[int, float],
+    embedder: str | None,
+    limit: int,
+    explain: Explanation | None,
+) -> list[tuple[float, float, int]]:
+    """The first `limit` of `scored` (score, similarity, id; best first) chosen for diversity
+    among the best 2 · limit (search/diversity.py), each with its diversified score."""
+    pool = scored[: max(2 * limit, DIVERSITY_POOL)]
+    base = calibration.baseline(embedder, "passage") if embedder is not None else None
+    if embedder is None or base is None or limit <= 1:
+        return scored[:limit]
+    ids = [i for _, _, i in pool]
+    vectors = {i: np.frombuffer(blob, dtype="<f4") for i, blob in tx.get_vectors(ids, embedder).items()}
+    sim = {i: s for _, s, i in pool}
+    chosen = diversity.diversify(
+        ids, {i: v for v, _, i in pool}, weights, vectors, base.median, DIVERSITY, limit
+    )
+    if explain is not None:
+        for i, value, redundancy in chosen:
+            explain.factors[i]["redundancy"] = redundancy
+            explain.final[i] = value
+    return [(value, sim[i], i) for i, value, _ in chosen]
 
 
 def _explain_hit(
