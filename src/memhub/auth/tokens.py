@@ -6,7 +6,8 @@ audience is configured) and its `iss` the configured issuer, and its claims have
 (`exp`/`nbf`/`iat` numbers, `aud` a string or strings, `iss` a string, the subject a non-blank
 string without surrounding spaces); the principal is the configured claim (`sub` by default).
 The reason a token was refused is returned for the audit log and the 401 answer; the token
-itself is never logged.
+itself is never logged. PyJWT (and the cryptography it loads) is imported by the verifier's
+methods: a server without JWT authentication never imports it (issue 21 §6, cold start).
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import jwt
-from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 LEEWAY_S = 30.0
 ASYMMETRIC = ["RS256", "ES256"]
@@ -59,6 +57,8 @@ class JwtVerifier:
         self.claim = claim
 
     def _key(self, token: str) -> tuple[Any, list[str]]:
+        import jwt
+
         header = jwt.get_unverified_header(token)
         alg = header.get("alg")
         if alg == "HS256" and self.secret:
@@ -80,6 +80,8 @@ class JwtVerifier:
         raise jwt.InvalidAlgorithmError(f"no configured key for algorithm {alg}")
 
     def verify(self, token: str) -> TokenCheck:
+        import jwt
+
         try:
             key, algorithms = self._key(token)
             claims = jwt.decode(
@@ -136,6 +138,8 @@ def claim_problem(claims: dict[str, Any], claim: str) -> str:
 
 
 def _load_jwks(path: Path) -> dict[str, Any]:
+    from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
     data = json.loads(path.read_text(encoding="utf-8"))
     keys: dict[str, Any] = {}
     for index, jwk in enumerate(data.get("keys", [])):

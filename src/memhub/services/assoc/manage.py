@@ -43,7 +43,7 @@ MAX_IMPORT = 20_000
 class ImportRecord(BaseModel):
     """One memory of a json export (unknown keys are ignored: exports may grow fields)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     id: str | None = None
     content: SafeText = Field(min_length=1, max_length=m.CONTENT_CHARS)

@@ -68,13 +68,13 @@ class Input(BaseModel):
     """Unknown properties are errors and types are strict: `true` is not 1.0, `"5"` is not 5 (an
     integer is still a valid `number`; enums are their strings)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=input_schema)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=input_schema, defer_build=True)
 
 
 class Output(BaseModel):
     """Results are dumped with `exclude_none`: an unset field is absent, never null."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_output_schema)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_output_schema, defer_build=True)
 
 
 # -- inputs -----------------------------------------------------------------------------------

@@ -187,7 +187,7 @@ class Scoring(Output):
 
 
 class Evidence(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     id: str | None = None
     source_type: str | None = None
     source_id: str | None = None

