@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -44,11 +46,22 @@ def _model_copy(parsed: Parsed, tmp_path: Path) -> Path:
 
 
 def _cached_key(cache: Path) -> list[object]:
-    data = marshal.loads((cache / CACHE_NAME).read_bytes())
+    data = _unpack((cache / CACHE_NAME).read_bytes())
     assert isinstance(data, dict)
     key = data["key"]
     assert isinstance(key, list)
     return key
+
+
+def _unpack(raw: bytes) -> Any:
+    """A cache file's data: a SHA-256 of the marshal payload, then the payload."""
+    assert hashlib.sha256(raw[32:]).digest() == raw[:32]
+    return marshal.loads(raw[32:])
+
+
+def _pack(data: Any) -> bytes:
+    payload = marshal.dumps(data)
+    return hashlib.sha256(payload).digest() + payload
 
 
 def test_a_cached_tokenizer_tokenizes_as_the_parse(parsed: Parsed, tmp_path: Path) -> None:
@@ -80,17 +93,23 @@ def test_a_damaged_or_wrong_cache_is_parsed_again_and_rewritten(parsed: Parsed, 
     (cache / CACHE_NAME).write_bytes(b"\x00not marshal at all")
     assert [load_tokenizer(model, cache).encode(t) for t in TEXTS] == parsed[1]
     good = (cache / CACHE_NAME).read_bytes()
-    assert marshal.loads(good)["key"] == _cached_key(cache)
+    assert _unpack(good)["key"] == _cached_key(cache)
+    # one flipped bit: the digest no longer matches, marshal never reads it
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0x01
+    (cache / CACHE_NAME).write_bytes(bytes(flipped))
+    assert [load_tokenizer(model, cache).encode(t) for t in TEXTS] == parsed[1]
+    assert (cache / CACHE_NAME).read_bytes() == good
     # the key matches but the tables are not the ones the probe was tokenized with
-    data = marshal.loads(good)
+    data = _unpack(good)
     data["tokenizer"]["_prefixes"] = {k: 0 for k in data["tokenizer"]["_prefixes"]}
-    (cache / CACHE_NAME).write_bytes(marshal.dumps(data))
+    (cache / CACHE_NAME).write_bytes(_pack(data))
     assert [load_tokenizer(model, cache).encode(t) for t in TEXTS] == parsed[1]
     assert (cache / CACHE_NAME).read_bytes() == good  # rewritten from the parse
     # the right key, but an attribute that is not data
-    data = marshal.loads(good)
+    data = _unpack(good)
     data["normalizer"]["_units"] = compile("0", "x", "eval")
-    (cache / CACHE_NAME).write_bytes(marshal.dumps(data))
+    (cache / CACHE_NAME).write_bytes(_pack(data))
     assert [load_tokenizer(model, cache).encode(t) for t in TEXTS] == parsed[1]
     assert (cache / CACHE_NAME).read_bytes() == good
 

