@@ -60,3 +60,13 @@ def test_values_never_increase_and_the_first_is_the_best() -> None:
         assert chosen[0][0] == 0
         values = [v for _, v, _ in chosen]
         assert all(a >= b - 1e-12 for a, b in itertools.pairwise(values))
+
+
+def test_a_weak_restatement_scores_zero_not_below() -> None:
+    """The seed's score range is [0, 1]: a near-duplicate whose relevance is under the penalty
+    is chosen last with 0, not a negative score."""
+    same = np.ones(4, dtype=np.float32) / 2.0
+    vectors = {1: same, 2: same, 3: same}
+    chosen = diversify([1, 2, 3], {1: 0.9, 2: 0.05, 3: 0.04}, {1: 1.0, 2: 1.0, 3: 1.0}, vectors, 0.0, 0.1, 3)
+    assert [item for item, _, _ in chosen] == [1, 2, 3]
+    assert [value for _, value, _ in chosen] == [0.9, 0.0, 0.0]

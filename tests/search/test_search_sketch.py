@@ -68,6 +68,15 @@ def test_sketch_codes_score_like_the_float32_sketches_across_blocks() -> None:
     assert got[7] == 0.0
 
 
+def test_a_row_too_small_for_a_normal_scale_gets_codes_zero() -> None:
+    rows = np.full((3, 4), 1e-36, dtype=np.float32)  # max / 32767 is a subnormal float32
+    rows[1] = 0.5
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # underflow is the point
+        codes, scales = sketch.quantise(rows)
+    assert not codes[0].any() and not codes[2].any() and codes[1].max() == sketch.CODE_MAX
+    assert np.isfinite(scales).all()
+
+
 def filled(store: Store, add_item: AddItem, rng: np.random.Generator, n: int) -> list[int]:
     """n items with low-rank vectors."""
     items = [add_item(f"m{i}") for i in range(n)]

