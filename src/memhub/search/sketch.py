@@ -23,6 +23,8 @@ seeded 100k index, docs/benchmarks.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -80,14 +82,24 @@ def quantise(sketches: Matrix) -> tuple[Codes, Matrix]:
     return codes, scales
 
 
+def widened_dot(
+    codes: npt.NDArray[Any], query: Matrix, n: int, block: int, rows: npt.NDArray[np.intp] | None = None
+) -> Matrix:
+    """`codes[:n] @ query` (or `codes[rows] @ query`, `n = len(rows)`) with the integer codes
+    widened to float32 `block` rows at a time into one buffer that stays in cache: a float32
+    copy of every row at once costs more in memory traffic than the products."""
+    out = np.empty(n, dtype=np.float32)
+    buffer = np.empty((min(block, n), codes.shape[1]), dtype=np.float32)
+    for start in range(0, n, block):
+        end = min(n, start + block)
+        widened = buffer[: end - start]
+        widened[...] = codes[start:end] if rows is None else codes[rows[start:end]]
+        np.matmul(widened, query, out=out[start:end])
+    return out
+
+
 def scores(codes: Codes, scales: Matrix, count: int, query: Matrix) -> Matrix:
     """`sketch(row) . query` for the first `count` rows, from their codes."""
-    out = np.empty(count, dtype=np.float32)
-    buffer = np.empty((min(SCAN_BLOCK, count), codes.shape[1]), dtype=np.float32)
-    for start in range(0, count, SCAN_BLOCK):
-        end = min(count, start + SCAN_BLOCK)
-        block = buffer[: end - start]
-        block[...] = codes[start:end]
-        np.matmul(block, query, out=out[start:end])
+    out = widened_dot(codes, query, count, SCAN_BLOCK)
     out *= scales[:count]
     return out
