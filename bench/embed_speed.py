@@ -47,7 +47,7 @@ def measure(runtime: str, threads: int, n: int) -> dict[str, float]:
     """In this process: one configuration's numbers."""
     from memhub.search.embedders.e5 import E5Embedder
 
-    embedder = E5Embedder(runtime=runtime, batch_threads=threads)  # type: ignore[arg-type]
+    embedder = E5Embedder(runtime=runtime, threads=threads)  # type: ignore[arg-type]
     started = time.perf_counter()
     embedder.load()
     embedder.embed_queries(["warm up"])

@@ -79,6 +79,42 @@ def test_term_coverage_is_the_share_of_query_terms_a_text_contains() -> None:
     assert term_coverage("!!!")("anything") == 1.0  # no terms: keywords are not penalised
 
 
+def test_matched_terms_agree_with_the_stems_of_every_word() -> None:
+    """`matched_terms` rules texts out by substring before it stems their words: the same
+    answer as comparing with the stem of every word (the definition), on words that stem,
+    double a consonant, hide a key inside another word, or are CJK runs."""
+    from memhub.core.text import _WORDS, _coverage_terms, matched_terms, normalize, stem
+
+    queries = [
+        "how do we handle the cache layer",
+        "running deploys safely",
+        "Retries retried retrying",
+        "データベース移行の進め方 deploy",
+        "pg_dump backups nightly",
+        "planning plans planned planner",
+    ]
+    texts = [
+        "We cached the layer's results",
+        "Handling caches in every layer",
+        "the runner ran; deployment deployed",
+        "redeploy the scheduler (predeployment)",
+        "retry later: RETRIES are retried",
+        "データベース移行の進め方を決めた; deploys",
+        "pg_dump ran the backup nightly",
+        "planet planes plan planned planning",
+        "nothing in common",
+        "",
+    ]
+    for query in queries:
+        terms = _coverage_terms(query)
+        found = matched_terms(query)
+        for text in texts:
+            normal = normalize(text)
+            stems = {stem(word) for word in _WORDS.findall(normal)}
+            expected = [term for cjk, term, key in terms if (key in normal if cjk else key in stems)]
+            assert found(text) == expected, (query, text)
+
+
 def test_index_terms_are_the_terms_of_index_text() -> None:
     for text in ("TODO分解の粒度 Plan Mode", "pg_dump ＡＢＣ ｶﾀｶﾅ 東京タワー été x² Ⅻ 1½", "", "a"):
         assert index_terms(text) == index_text(text).split()

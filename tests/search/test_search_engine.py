@@ -197,6 +197,9 @@ async def test_run_forever_follows_new_items(db_url: str, store: Store, add_item
                     NewItem(kind="memory", owner="alice", scope="global", body="from elsewhere")
                 )  # seen through data_version, no notify
             await wait_for_vectors(store, service.id, 4)
+            with anyio.fail_after(5):  # the backfill refreshes the index after its write commits
+                while len(index) < 4:
+                    await anyio.sleep(0.02)
             group.cancel_scope.cancel()
         assert len(index) == 4
     finally:

@@ -23,6 +23,12 @@ try:
     from collections.abc import Sequence
     from pathlib import Path
 
+    # numpy's OpenBLAS starts a thread per core for every product that is large enough and its
+    # threads spin between products; the server's concurrency is its own threads (searches, the
+    # indexer), so a second BLAS thread only competes with them: one search by meaning cost twice
+    # the CPU and time with two (docs/benchmarks.md). Read when numpy loads: set before it does.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
     import anyio
 
     from memhub import __version__

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 
 _CJK_RANGES = (
     (0x3005, 0x3007),  # 々 〆 〇
@@ -138,6 +139,7 @@ def query_terms(
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "er", "e")
 
 
+@lru_cache(maxsize=1 << 14)  # the words of a store repeat: a search stems thousands of them
 def _stem(word: str) -> str:
     """A light suffix stripper (running -> run, deploys -> deploy): close enough to FTS5's
     porter stemming to tell whether a memory contains a query word."""
@@ -163,8 +165,20 @@ def _coverage_terms(query: str) -> list[tuple[bool, str, str]]:
 
 def _found(terms: list[tuple[bool, str, str]], text: str) -> list[str]:
     normal = normalize(text)
-    stems = {_stem(word) for word in _WORDS.findall(normal)}
-    return [term for cjk, term, key in terms if (key in normal if cjk else key in stems)]
+    found: list[str] = []
+    stems: set[str] | None = None
+    for cjk, term, key in terms:
+        # a stem is a prefix of its word (`_stem`), so a key that is not a substring of the
+        # text is in no word of it: most texts are ruled out without splitting them into words
+        if key not in normal:
+            continue
+        if not cjk:
+            if stems is None:
+                stems = {_stem(word) for word in _WORDS.findall(normal)}
+            if key not in stems:
+                continue
+        found.append(term)
+    return found
 
 
 def matched_terms(query: str) -> Callable[[str], list[str]]:

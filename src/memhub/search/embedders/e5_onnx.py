@@ -153,37 +153,23 @@ def _skip_norm(
 class OnnxEncoder:
     """Runs the encoder: token ids in, mean-pooled (not yet normalized) vectors out.
 
-    Two sessions share the process: one thread for a query (latency), `batch_threads` for
-    passages (throughput). Neither spins while idle.
+    One session of `threads` intra-op threads serves queries and passages (calls from several
+    threads at once: the search's query and the indexer's passages). A query on two threads
+    takes half the time of one when the second core is free (bench/embed_speed.py) and the
+    same CPU; a second, one-thread session for queries held another copy of the graph. The
+    threads never spin while idle.
     """
 
-    def __init__(
-        self, weights: E5Weights, *, batch_threads: int = 2, options: GraphOptions | None = None
-    ) -> None:
+    def __init__(self, weights: E5Weights, *, threads: int = 2, options: GraphOptions | None = None) -> None:
         import onnxruntime as ort
 
         self.weights = weights
-        model = build_model(weights, options)
-        self._single = self._session(ort, model, 1)
-        self._batch = self._single if batch_threads <= 1 else self._session(ort, model, batch_threads)
+        self._session = _session(ort, build_model(weights, options), max(1, threads))
         cfg = weights.config
         self._positions = weights.vector("emb.pos").reshape(cfg.max_positions, cfg.hidden)
         self._type = weights.vector("emb.type")[: cfg.hidden]
 
-    @staticmethod
-    def _session(ort: Any, model: bytes, threads: int) -> Any:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.enable_cpu_mem_arena = False  # an arena keeps the largest batch's activations for good
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-
-    def encode(self, sequences: Sequence[Sequence[int]], *, threads: int = 1) -> Floats:
+    def encode(self, sequences: Sequence[Sequence[int]]) -> Floats:
         """Sequences of ids (with `<s>`/`</s>`, at most max_positions long) -> float32 (n, H)."""
         length = max(len(ids) for ids in sequences)
         ids = np.full((len(sequences), length), self.weights.tokenizer.eos, dtype=np.int64)
@@ -194,7 +180,19 @@ class OnnxEncoder:
         embeddings = self.weights.embed_tokens(ids)
         embeddings += self._positions[:length]
         embeddings += self._type
-        session = self._single if threads <= 1 else self._batch
-        (pooled,) = session.run(None, {"embeddings": embeddings, "mask": mask})
+        (pooled,) = self._session.run(None, {"embeddings": embeddings, "mask": mask})
         out: Floats = pooled
         return out
+
+
+def _session(ort: Any, model: bytes, threads: int) -> Any:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.enable_cpu_mem_arena = False  # an arena keeps the largest batch's activations for good
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

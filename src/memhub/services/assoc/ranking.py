@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cache
 
 from memhub.search import calibration
 from memhub.search.fusion import anchored
@@ -81,6 +82,7 @@ def association(
     return calibration.pair_similarity(layout, a, b, pair, calibration.overlap(one.terms, other.terms))
 
 
+@cache  # a lookup in a constant table, once per search candidate
 def unrelated_level(embedder_id: str) -> float:
     return next((floor for prefix, floor in UNRELATED_COSINE.items() if embedder_id.startswith(prefix)), 0.0)
 
@@ -141,7 +143,15 @@ def relevance(
     """`text_range`: (lowest, best) BM25 among the query's text candidates; `cosine_range`:
     (lowest, best) cosine among its vector candidates; `coverage`: the share of the query's
     keyword terms the memory contains (core.text.term_coverage), which scales the text side."""
-    text, vector = relevance_parts(embedder_id, vector_score, text_score, text_range, cosine_range, coverage)
+    parts = relevance_parts(embedder_id, vector_score, text_score, text_range, cosine_range)
+    return mix(parts, alpha, coverage)
+
+
+def mix(parts: tuple[float, float | None], alpha: float, coverage: float = 1.0) -> float:
+    """`relevance` from its `relevance_parts` taken at full coverage: a rerank that needs the
+    relevance of a memory at several coverages (or alphas) computes its parts once."""
+    text, vector = parts
+    text *= _clip(coverage)
     if vector is None:
         return text
     return alpha * vector + (1 - alpha) * text

@@ -116,22 +116,20 @@ async def ranked(
         probe = sorted(norms, key=lambda i: (-(by_id[i].text_score or 0.0), -i))[: ranking.COVERAGE_PROBE]
         alpha = ranking.alpha_for(max((coverage_of(i) for i in probe), default=0.0))
 
+        parts = {  # each side of relevance at full coverage, computed once (ranking.mix)
+            i: ranking.relevance_parts(embedder, hit.vector_score, hit.text_score, text_range, cosine_range)
+            for i, hit in ((i, by_id[i]) for i in passes)
+        }
+
         def relevance(item: int) -> float:
-            hit = by_id[item]
-            return ranking.relevance(
-                embedder, hit.vector_score, hit.text_score, text_range, alpha, cosine_range, coverage_of(item)
-            )
+            return ranking.mix(parts[item], alpha, coverage_of(item))
 
         kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
         rels = {item: relevance(item) for item in kept}
         # conversation context: a memory borrows from the memories stored beside it (search/context.py),
         # read only for the candidates that can still reach the first `limit`; a neighbour under
         # the threshold lends too, at most the best relevance with full coverage
-        ceiling = max(
-            (ranking.relevance(embedder, h.vector_score, h.text_score, text_range, alpha, cosine_range)
-             for h in map(by_id.__getitem__, passes)),
-            default=0.0,
-        )  # fmt: skip
+        ceiling = max((ranking.mix(part, alpha) for part in parts.values()), default=0.0)
         near = context.neighbours(tx, context.contenders(rels, kept, CONTEXT_SHARE, limit, ceiling))
         for item in {other for others in near.values() for other in others}:
             if item not in rels and item in passes:
@@ -141,16 +139,14 @@ async def ranked(
         for brief in briefs:
             hit, sim = by_id[brief.id], sims[brief.id]
             if passes[brief.id]:
-                scored.append(
-                    (ranking.score(lent[brief.id], brief.importance, brief.access_count), sim, brief.id)
-                )
+                scored.append((lent[brief.id] * kept[brief.id], sim, brief.id))  # = ranking.score(lent, ...)
                 if explain is not None:
                     coverage = covered[brief.id]
-                    parts = ranking.relevance_parts(
+                    sides = ranking.relevance_parts(
                         embedder, hit.vector_score, hit.text_score, text_range, cosine_range, coverage
                     )
                     _explain_hit(
-                        explain, brief, sim, coverage, parts, rels[brief.id], lent[brief.id], scored[-1][0]
+                        explain, brief, sim, coverage, sides, rels[brief.id], lent[brief.id], scored[-1][0]
                     )
             elif explain is not None:
                 explain.count("below the similarity threshold")
