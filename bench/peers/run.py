@@ -398,7 +398,15 @@ def main() -> None:
         help="every system open at once, calls in rotating order (bench/peers/paired.py); "
         "ratios to the first system listed",
     )
+    parser.add_argument(
+        "--model-threads",
+        type=int,
+        default=1,
+        help="OMP_NUM_THREADS / MKL_NUM_THREADS of every server (PyTorch's threads for the "
+        "peers' models); memhub chooses its own (e5 on two ONNX Runtime threads, BLAS on one)",
+    )
     args = parser.parse_args()
+    THREAD_ENV.update(OMP_NUM_THREADS=str(args.model_threads), MKL_NUM_THREADS=str(args.model_threads))
     args.sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
     names = [n.strip() for n in args.systems.split(",") if n.strip()]
     unknown = [n for n in names if n not in ADAPTERS]
