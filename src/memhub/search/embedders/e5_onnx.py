@@ -153,14 +153,15 @@ def _skip_norm(
 class OnnxEncoder:
     """Runs the encoder: token ids in, mean-pooled (not yet normalized) vectors out.
 
-    One session of `threads` intra-op threads serves queries and passages (calls from several
-    threads at once: the search's query and the indexer's passages). A query on two threads
-    takes half the time of one when the second core is free (bench/embed_speed.py) and the
-    same CPU; a second, one-thread session for queries held another copy of the graph. The
-    threads never spin while idle.
+    One session serves queries and passages, called from several threads at once (the search's
+    query, the indexer's and the query instance's passage chunks: each call runs on its caller's
+    thread when `threads` is 1, so two calls use the two cores). A second session held another
+    copy of the graph (~19 MiB). One intra-op thread: at low load a query on two threads took
+    14.4 ms against 12.4 on one (bench/embed_speed.py; only on a saturated machine did two win).
+    The threads never spin while idle.
     """
 
-    def __init__(self, weights: E5Weights, *, threads: int = 2, options: GraphOptions | None = None) -> None:
+    def __init__(self, weights: E5Weights, *, threads: int = 1, options: GraphOptions | None = None) -> None:
         import onnxruntime as ort
 
         self.weights = weights
