@@ -205,3 +205,19 @@ def test_the_compact_tokenizer_splits_as_the_str_keyed_one() -> None:
     for text in texts:
         for prefix in ("query: ", "passage: ", ""):
             assert tokenizer.content_ids(prefix + text) == reference(prefix + text), text
+
+
+def test_the_loaded_encoder_keeps_no_serialized_model() -> None:
+    """The graph's serialized bytes (13 MB) are let go once its sessions exist: no session
+    keeps a copy for a provider fallback the CPU provider never makes."""
+    _weights_file()
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    embedder = E5Embedder(runtime="onnx")
+    before = embedder.embed_queries(TEXTS[:2])
+    encoder = embedder._model
+    for session in (encoder._single, encoder._batch):
+        assert not [
+            value for value in vars(session).values() if isinstance(value, bytes) and len(value) > 1 << 20
+        ]
+    assert np.array_equal(embedder.embed_queries(TEXTS[:2]), before)

@@ -154,7 +154,10 @@ class OnnxEncoder:
     """Runs the encoder: token ids in, mean-pooled (not yet normalized) vectors out.
 
     Two sessions share the process: one thread for a query (latency), `batch_threads` for
-    passages (throughput). Neither spins while idle.
+    passages (throughput). Neither spins while idle. (The second holds its own prepacked
+    weights, ~19 MiB; one session for both was measured: a query on two threads was ~10 %
+    slower on a busy machine, and a batch's groups run from threads of our own left ~30 MiB
+    more in the heap than the session's pool: docs/benchmarks.md, 2026-11-27 night.)
     """
 
     def __init__(
@@ -181,7 +184,15 @@ class OnnxEncoder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         options.log_severity_level = 3
-        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        # The Python session keeps the serialized model (13 MB; both sessions the same bytes)
+        # for good, only to rebuild itself if a provider fails and it falls back to another.
+        # On the CPU provider alone there is nothing to fall back to: without the fallback,
+        # nothing reads the bytes again, and they are let go.
+        session.disable_fallback()
+        if getattr(session, "_model_bytes", None) is model:
+            session._model_bytes = None
+        return session
 
     def encode(self, sequences: Sequence[Sequence[int]], *, threads: int = 1) -> Floats:
         """Sequences of ids (with `<s>`/`</s>`, at most max_positions long) -> float32 (n, H)."""
