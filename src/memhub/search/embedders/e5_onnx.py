@@ -155,9 +155,9 @@ class OnnxEncoder:
 
     Two sessions share the process: one thread for a query (latency), `batch_threads` for
     passages (throughput). Neither spins while idle. (The second holds its own prepacked
-    weights, ~19 MiB; one session for both was measured: a query on two threads was ~10 %
-    slower on a busy machine, and a batch's groups run from threads of our own left ~30 MiB
-    more in the heap than the session's pool: docs/benchmarks.md, 2026-11-27 night.)
+    weights, ~19 MiB; one session for both was measured: a query on two threads was 10-18 %
+    slower on a busy machine, and a batch's groups run from threads of our own left more in
+    the heap than the session's own pool: docs/benchmarks.md, 2026-11-27 night.)
     """
 
     def __init__(
