@@ -20,7 +20,8 @@ score, similarity). Run it once per checkout on the same database and compare th
 
 `--rss` instead follows the process's resident memory (VmRSS, and the peak VmHWM, MiB) through
 the steps of bench/assoc_latency.py: index loaded, 10 searches, 100 stores and their backfill,
-300 searches; each step's figure is read after it (malloc's heap is not trimmed by the bench).
+300 searches; each step's figure is read after it (malloc's heap is not trimmed by the bench),
+then once more after `malloc_trim` (the memory held, without the free heap glibc kept).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from mcp import Client
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import SUBJECTS_EN, SUBJECTS_JA
 from memhub.cli.container import build_container
+from memhub.core.memory import release_free_memory
 from memhub.core.settings import Settings
 from memhub.services.runtime import Runtime
 
@@ -159,6 +161,8 @@ async def _rss_steps(client: Client, rng: random.Random) -> None:
     for _ in range(300):
         await client.call_tool("memory", {**search, "query": rng.choice(QUERIES)})
     print(f"+ 300 searches                      {_rss()}")
+    release_free_memory()  # what is left is held, not free heap glibc kept (core/memory.py)
+    print(f"+ malloc_trim                       {_rss()}")
 
 
 def _dump_queries(n: int = 200) -> list[str]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
+import struct
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -142,3 +146,75 @@ def test_release_free_memory_runs_anywhere() -> None:
     from memhub.core.memory import release_free_memory
 
     assert release_free_memory() in (True, False)  # glibc: trims; elsewhere: does nothing
+
+
+def _reference_content_ids(path: Path) -> Callable[[str], list[int]]:
+    """The tokenizer as it was first written (pieces as a str -> id dict, scores as a list of
+    floats), kept here to pin the compact one to it."""
+    raw = path.read_bytes()
+    at = 8 + 7 * 4 + 8
+    n_pieces, _bos, _eos, _pad, unk = struct.unpack_from("<5i", raw, at)
+    (blob_len,) = struct.unpack_from("<Q", raw, at + 20)
+    at += 28
+    offsets = np.frombuffer(raw, dtype="<u4", count=n_pieces + 1, offset=at).tolist()
+    at += 4 * (n_pieces + 1)
+    scores = np.frombuffer(raw, dtype="<f4", count=n_pieces, offset=at).astype(float).tolist()
+    at += 4 * n_pieces
+    blob = raw[at : at + blob_len]
+    pieces = [blob[a:b].decode("utf-8") for a, b in itertools.pairwise(offsets)]
+    ids = dict(zip(pieces, range(len(pieces)), strict=True))
+    ids.pop("", None)
+    if ids.get(pieces[unk]) == unk:
+        del ids[pieces[unk]]
+    by_length = sorted(ids, key=len)
+    longest = dict(zip([piece[:2] for piece in by_length], map(len, by_length), strict=True))
+    unk_score = min(scores) - 10.0
+    normalize = load_weights(path).tokenizer.normalize
+
+    def content_ids(text: str) -> list[int]:
+        chars = normalize(text)
+        n = len(chars)
+        best, piece, start = [-1e30] * (n + 1), [unk] * (n + 1), [0] * (n + 1)
+        best[0] = 0.0
+        for i in range(n):
+            for end in range(i + 1, min(n, i + longest.get(chars[i : i + 2], 1)) + 1):
+                index = ids.get(chars[i:end])
+                if index is not None and best[i] + scores[index] > best[end]:
+                    best[end], piece[end], start[end] = best[i] + scores[index], index, i
+            if best[i] + unk_score > best[i + 1]:
+                best[i + 1], piece[i + 1], start[i + 1] = best[i] + unk_score, unk, i
+        out, at_ = [], n
+        while at_ > 0:
+            out.append(piece[at_])
+            at_ = start[at_]
+        return out[::-1]
+
+    return content_ids
+
+
+def test_the_compact_tokenizer_splits_as_the_str_keyed_one() -> None:
+    """Pieces as UTF-8 bytes keys and the scores in an array('d') (search/embedders/e5_weights.py)
+    give the same ids as the str-keyed tables with a list of floats, on mixed ja/en text,
+    the normaliser's cases, astral and lone-surrogate characters."""
+    path = _weights_file()
+    reference = _reference_content_ids(path)
+    tokenizer = load_weights(path).tokenizer
+    data = json.loads((Path(__file__).parents[2] / "bench" / "data" / "ja_set.json").read_text("utf-8"))
+    texts = [*TEXTS, *(m["text"] for m in data["memories"]), *(q["query"] for q in data["queries"])]
+    texts += ["😀😀 🇯🇵 𠮷野家", "lone \ud800 surrogate", "ｶﾞｷﾞ ㍻ ﬁ", "a" * 40, " leading", "trailing  "]
+    for text in texts:
+        for prefix in ("query: ", "passage: ", ""):
+            assert tokenizer.content_ids(prefix + text) == reference(prefix + text), text
+
+
+def test_the_loaded_encoder_keeps_no_serialized_model() -> None:
+    """The graph's serialized bytes (13 MB) are let go once its session exists: it keeps no copy
+    for a provider fallback the CPU provider never makes."""
+    _weights_file()
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    embedder = E5Embedder(runtime="onnx")
+    before = embedder.embed_queries(TEXTS[:2])
+    held = vars(embedder._model._session).values()
+    assert not [value for value in held if isinstance(value, bytes) and len(value) > 1 << 20]
+    assert np.array_equal(embedder.embed_queries(TEXTS[:2]), before)

@@ -14,6 +14,7 @@ from mcp.server.lowlevel import Server
 
 from memhub.auth.identity import Authenticator, Identity, principal_for_key
 from memhub.auth.tokens import JwtVerifier
+from memhub.core.memory import limit_heap_arenas
 from memhub.core.models import GlobalRole, Principal
 from memhub.core.settings import Settings
 from memhub.http.guard import GuardPolicy, default_hosts, default_origins
@@ -204,6 +205,7 @@ def build_states(settings: Settings, available: Sequence[Toolset] = registry.REG
 def build_container(
     settings: Settings, available: Sequence[Toolset] = registry.REGISTRY, *, check_store: bool = False
 ) -> Container:
+    limit_heap_arenas()  # before the runtime starts its threads (core/memory.py)
     served = tuple(toolset.name for toolset in registry.select(settings.toolsets, available))
     runtime = build_runtime(settings, available, check_store=check_store)
     states = build_states(settings, available)

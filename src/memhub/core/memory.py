@@ -16,6 +16,9 @@ import sys
 from collections.abc import Callable
 
 _Trim = Callable[[int], int]
+_Mallopt = Callable[[int, int], int]
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+HEAP_ARENAS = 2
 
 
 def _malloc_trim() -> _Trim | None:
@@ -33,9 +36,36 @@ def _malloc_trim() -> _Trim | None:
     return found
 
 
+def _mallopt() -> _Mallopt | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is None:
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    found: _Mallopt = mallopt
+    return found
+
+
 _TRIM = _malloc_trim()
+_MALLOPT = _mallopt()
 
 
 def release_free_memory() -> bool:
     """Return the heaps' free pages to the system; True when some were (glibc only)."""
     return _TRIM is not None and bool(_TRIM(0))
+
+
+def limit_heap_arenas(arenas: int = HEAP_ARENAS) -> bool:
+    """At most `arenas` glibc heaps for the threads made from now on (M_ARENA_MAX); True
+    when set (glibc only). By default glibc gives each new thread a heap of its own, up to 8
+    per core: the server's threads (the event loop's workers, the vector side's, the
+    indexer's, a model's) each keep their own free memory and their own fragmentation, which
+    `malloc_trim` cannot give back where live blocks remain. Python serialises most of their
+    allocations anyway (the GIL), so sharing two heaps costs no waiting worth measuring.
+    Called once, first thing, by the composition root (cli/container.py)."""
+    return _MALLOPT is not None and bool(_MALLOPT(M_ARENA_MAX, arenas))

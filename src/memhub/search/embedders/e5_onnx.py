@@ -196,4 +196,11 @@ def _session(ort: Any, model: bytes, threads: int) -> Any:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.log_severity_level = 3
-    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    # The Python session keeps the serialized model (13 MB) for good, only to rebuild itself if
+    # a provider fails and it falls back to another. On the CPU provider alone there is nothing
+    # to fall back to: without the fallback, nothing reads the bytes again, and they are let go.
+    session.disable_fallback()
+    if getattr(session, "_model_bytes", None) is model:
+        session._model_bytes = None
+    return session

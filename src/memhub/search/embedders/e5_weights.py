@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import re
 import struct
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,22 +76,24 @@ class Tokenizer:
     Normalise each codepoint through the map, collapse runs of spaces, prefix the boundary
     marker, replace spaces by it, then the best-scoring segmentation (Viterbi) over the pieces,
     an unknown character costing the lowest piece score minus 10. Ties keep the earlier path.
+
+    Kept compact (250k pieces): the pieces are the dict's keys as UTF-8 `bytes` (a str key
+    of a non-ASCII piece costs twice the memory), the scores one `array('d')` of the file's
+    float32 values widened to float64 (the same floats a list held, without a float object
+    each). A candidate is looked up by its UTF-8 bytes: equal bytes, equal text.
     """
 
     def __init__(
-        self, pieces: list[str], scores: list[float], specials: tuple[int, int, int], norm: dict[int, str]
-    ) -> None:
+        self, ids: dict[bytes, int], scores: array[float], specials: tuple[int, int, int],
+        longest: dict[str, int], norm: dict[int, str],
+    ) -> None:  # fmt: skip
+        """`ids`: each piece's UTF-8 bytes -> its id (no empty piece, no unknown piece);
+        `longest`: the longest piece's length (in characters) starting with each first two
+        characters, which bounds the search at a position. `tokenizer_tables` makes both."""
         self.bos, self.eos, self.unk = specials
-        self._scores = scores
-        ids = dict(zip(pieces, range(len(pieces)), strict=True))
-        ids.pop("", None)
-        if pieces[self.unk] in ids and ids[pieces[self.unk]] == self.unk:
-            del ids[pieces[self.unk]]  # an unknown character is scored apart, never looked up
         self._ids = ids
-        # the longest piece starting with each pair of characters bounds the search at a position:
-        # later (longer) pieces overwrite shorter ones with the same start
-        by_length = sorted(ids, key=len)
-        self._longest = dict(zip([piece[:2] for piece in by_length], map(len, by_length), strict=True))
+        self._scores = scores
+        self._longest = longest
         self._unk_score = min(scores) - 10.0
         self._norm = norm
 
@@ -104,15 +107,22 @@ class Tokenizer:
         """Token ids of `text`, without the `<s>` and `</s>` around them."""
         chars = self.normalize(text)
         n = len(chars)
+        # the pieces are looked up by their UTF-8 bytes: where each character starts in them
+        # (surrogatepass: a lone surrogate encodes to bytes no piece has, a miss as before)
+        encoded = chars.encode("utf-8", "surrogatepass")
+        points = np.frombuffer(chars.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        at_byte: list[int] = np.concatenate(
+            [[0], np.cumsum(1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000))]
+        ).tolist()
         best = [-1e30] * (n + 1)
         best[0] = 0.0
         piece = [self.unk] * (n + 1)
         start = [0] * (n + 1)
         ids, longest, scores = self._ids, self._longest, self._scores
         for i in range(n):
-            base = best[i]
+            base, head = best[i], at_byte[i]
             for end in range(i + 1, min(n, i + longest.get(chars[i : i + 2], 1)) + 1):
-                index = ids.get(chars[i:end])
+                index = ids.get(encoded[head : at_byte[end]])
                 if index is not None and base + scores[index] > best[end]:
                     best[end], piece[end], start[end] = base + scores[index], index, i
             if base + self._unk_score > best[i + 1]:
@@ -158,13 +168,41 @@ def dequantize(blocks: Bytes) -> Floats:
     return (values * scales).reshape(blocks.shape[0], -1)
 
 
-def _pieces(blob: memoryview, offsets: list[int]) -> list[str]:
-    """The vocabulary's pieces: one decode of the whole blob, cut at the pieces' character offsets."""
+def tokenizer_tables(
+    blob: bytes, offsets: npt.NDArray[np.int64], unk: int
+) -> tuple[dict[bytes, int], dict[str, int]]:
+    """The pieces' lookup tables from the vocabulary's UTF-8 blob cut at `offsets` (bytes):
+    each piece -> its id (the last id of a repeated piece; without the empty piece, and
+    without the unknown piece when it maps to its own id: an unknown character is scored
+    apart, never looked up), and the longest piece's length in characters for each first two
+    characters. Counted with numpy so that no object is made per piece but the dict's keys
+    and values (temporaries between them would leave the heap fragmented for good)."""
+    ids = {blob[a:b]: index for index, (a, b) in enumerate(itertools.pairwise(offsets.tolist()))}
+    ids.pop(b"", None)
+    unk_piece = blob[offsets[unk] : offsets[unk + 1]]
+    if ids.get(unk_piece) == unk:
+        del ids[unk_piece]
+    if not ids:
+        return ids, {}
+    # characters: the codepoints of the whole blob, and each byte's character index
     data = np.frombuffer(blob, dtype=np.uint8)
-    starts = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80)])  # characters before each byte
-    chars = starts[np.asarray(offsets)].tolist()
-    text = bytes(blob).decode("utf-8")
-    return [text[a:b] for a, b in itertools.pairwise(chars)]
+    char_at = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80)])
+    codepoints = np.frombuffer(blob.decode("utf-8").encode("utf-32-le"), dtype="<u4").astype(np.int64)
+    kept = np.fromiter(ids.values(), dtype=np.int64, count=len(ids))
+    first = char_at[offsets[kept]]
+    length = char_at[offsets[kept + 1]] - first
+    second = np.where(length > 1, codepoints[np.minimum(first + 1, len(codepoints) - 1)], -1)
+    pair = codepoints[first] * (1 << 22) + (second + 1)  # the first two characters (or one)
+    order = np.lexsort((length, pair))  # by pair, the longest last
+    last = np.flatnonzero(np.append(pair[order][1:] != pair[order][:-1], True))
+    longest = {
+        (chr(head) if tail < 0 else chr(head) + chr(tail)): size
+        for head, tail, size in zip(
+            (codepoints[first[order[last]]]).tolist(), second[order[last]].tolist(),
+            length[order[last]].tolist(), strict=True,
+        )
+    }  # fmt: skip
+    return ids, longest
 
 
 def _read_norm(data: memoryview, count: int) -> dict[int, str]:
@@ -194,12 +232,17 @@ def load_weights(path: Path) -> E5Weights:
 
     n_pieces, bos, eos, _pad, unk = rd.take("<5i")
     (blob_len,) = rd.take("<Q")
-    offsets = np.frombuffer(rd.raw(4 * (n_pieces + 1)), dtype="<u4").tolist()
-    scores = np.frombuffer(rd.raw(4 * n_pieces), dtype="<f4").astype(float).tolist()
-    pieces = _pieces(rd.raw(blob_len), offsets)
+    offsets = np.frombuffer(rd.raw(4 * (n_pieces + 1)), dtype="<u4").astype(np.int64)
+    scores = array("d", np.frombuffer(rd.raw(4 * n_pieces), dtype="<f4").astype(np.float64).tobytes())
+    blob = bytes(rd.raw(blob_len))
+    try:
+        ids, longest = tokenizer_tables(blob, offsets, unk)
+    except (UnicodeDecodeError, IndexError) as exc:
+        raise WeightsError("the model file's vocabulary is damaged") from exc
+    del blob
     n_norm, norm_bytes = rd.take("<iI")
     norm = _read_norm(rd.raw(norm_bytes), n_norm)
-    tokenizer = Tokenizer(pieces, scores, (bos, eos, unk), norm)
+    tokenizer = Tokenizer(ids, scores, (bos, eos, unk), longest, norm)
 
     (count,) = rd.take("<i")
     tensors: dict[str, Floats | Bytes] = {}
