@@ -403,7 +403,7 @@ def main() -> None:
         type=int,
         default=1,
         help="OMP_NUM_THREADS / MKL_NUM_THREADS of every server (PyTorch's threads for the "
-        "peers' models); memhub chooses its own (e5 on two ONNX Runtime threads, BLAS on one)",
+        "peers' models); memhub chooses its own (e5 and BLAS on one thread per call)",
     )
     args = parser.parse_args()
     THREAD_ENV.update(OMP_NUM_THREADS=str(args.model_threads), MKL_NUM_THREADS=str(args.model_threads))

@@ -66,6 +66,8 @@ def limit_heap_arenas(arenas: int = HEAP_ARENAS) -> bool:
     per core: the server's threads (the event loop's workers, the vector side's, the
     indexer's, a model's) each keep their own free memory and their own fragmentation, which
     `malloc_trim` cannot give back where live blocks remain. Python serialises most of their
-    allocations anyway (the GIL), so sharing two heaps costs no waiting worth measuring.
-    Called once, first thing, by the composition root (cli/container.py)."""
+    allocations (the GIL); ONNX Runtime's activations and SQLite's pages are allocated outside
+    it and now share the two heaps (memory.search p50 0.95x at 100k, docs/benchmarks.md: no
+    waiting measured). glibc fixes the limit once it has made more heaps than that: call this
+    before any thread is started — once, first thing, by the composition root (cli/container.py)."""
     return _MALLOPT is not None and bool(_MALLOPT(M_ARENA_MAX, arenas))

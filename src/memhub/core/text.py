@@ -139,10 +139,23 @@ def query_terms(
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "er", "e")
 
 
-@lru_cache(maxsize=1 << 14)  # the words of a store repeat: a search stems thousands of them
+STEM_CACHED = 24  # words up to this long have their stems cached (a bounded cache of short keys)
+
+
 def _stem(word: str) -> str:
     """A light suffix stripper (running -> run, deploys -> deploy): close enough to FTS5's
-    porter stemming to tell whether a memory contains a query word."""
+    porter stemming to tell whether a memory contains a query word. The words of a store
+    repeat and a search stems thousands of them: short ones are cached; a long one (a hash, a
+    URL, base64) would pin its text in the cache, so it is stemmed afresh."""
+    return _stem_short(word) if len(word) <= STEM_CACHED else _strip(word)
+
+
+@lru_cache(maxsize=1 << 14)
+def _stem_short(word: str) -> str:
+    return _strip(word)
+
+
+def _strip(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             stem = word[: -len(suffix)]
