@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import sys
 from collections.abc import Callable
+from typing import Any
 
 _Trim = Callable[[int], int]
 _Mallopt = Callable[[int, int], int]
@@ -21,38 +22,22 @@ M_ARENA_MAX = -8  # glibc's mallopt parameter
 HEAP_ARENAS = 2
 
 
-def _malloc_trim() -> _Trim | None:
+def _libc(name: str, argtypes: list[Any], restype: Any) -> Any:
+    """glibc's function `name` with its C signature, or None (not Linux, no such function)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return None
-    trim = getattr(libc, "malloc_trim", None)
-    if trim is None:
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    found: _Trim = trim
-    return found
+    function = getattr(libc, name, None)
+    if function is not None:
+        function.argtypes, function.restype = argtypes, restype
+    return function
 
 
-def _mallopt() -> _Mallopt | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return None
-    mallopt = getattr(libc, "mallopt", None)
-    if mallopt is None:
-        return None
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    found: _Mallopt = mallopt
-    return found
-
-
-_TRIM = _malloc_trim()
-_MALLOPT = _mallopt()
+_TRIM: _Trim | None = _libc("malloc_trim", [ctypes.c_size_t], ctypes.c_int)
+_MALLOPT: _Mallopt | None = _libc("mallopt", [ctypes.c_int, ctypes.c_int], ctypes.c_int)
 
 
 def release_free_memory() -> bool:
