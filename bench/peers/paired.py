@@ -10,15 +10,22 @@ the ratio to the base system's sample in that same round, whose median is the pa
 
 A system that fails is dropped from the later rounds, with its error in the report; seeding
 stops for everyone at `--seed-budget-s` (the sizes reached are measured, `capped` says so).
+
+`--workdir DIR` keeps the stores in DIR instead of a temporary directory, with `state.json`
+saying how many memories every system holds and how many corpus texts were used: a later run
+with the same systems and DIR continues from there (seeding 10,000 memories into a peer that
+takes ~0.3 s a store is done once; each run still stores its `calls` timed memories per size).
+Use it to compare two checkouts of memhub on the same stores (PYTHONPATH).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -59,21 +66,54 @@ class PairedRun:
         queries: Sequence[str],
         k: int,
         warmup: int,
+        workdir: Path | None = None,
     ) -> None:
         self.adapters = adapters
+        self.workdir = workdir
+        self.stored = self.consumed = 0
         self.sizes, self.calls, self.budget_s, self.logs = sizes, calls, budget_s, logs
         self.source, self.queries, self.k, self.warmup = source, queries, k, warmup
         self.base = adapters[0].name
         self.report: dict[str, Any] = {"base": self.base, "systems": [a.name for a in adapters], "errors": {}}
 
+    def resume(self, root: Path) -> None:
+        """Continue from the stores a previous run with the same systems left in `root`."""
+        state = root / "state.json"
+        if not state.exists():
+            return
+        saved = json.loads(state.read_text())
+        if saved["systems"] != [a.name for a in self.adapters]:
+            raise SystemExit(f"{root} holds stores of {saved['systems']}: the same --systems, or another dir")
+        self.stored, self.consumed = saved["stored"], saved["consumed"]
+        for _ in range(self.consumed):
+            next(self.source)
+        self.report["resumed_from"] = self.stored
+        print(f"  resuming: {self.stored:,} memories already stored in {root}", flush=True)
+
+    def save(self) -> None:
+        if self.workdir is not None:
+            systems = [a.name for a in self.adapters]
+            state = {"systems": systems, "stored": self.stored, "consumed": self.consumed}
+            (self.workdir / "state.json").write_text(json.dumps(state))
+
+    def text(self) -> str:
+        self.consumed += 1
+        return next(self.source)
+
     async def run(self) -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="peers-paired-") as tmp:
+        with ExitStack() as dirs:
+            if self.workdir is None:
+                root = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="peers-paired-")))
+            else:
+                root = self.workdir
+                root.mkdir(parents=True, exist_ok=True)
+                self.resume(root)
             async with AsyncExitStack() as stack:
                 live: Live = []
                 for adapter in self.adapters:
                     log = self.logs / f"{adapter.name}-paired.log"
-                    work = Path(tmp) / adapter.name
-                    work.mkdir()
+                    work = root / adapter.name
+                    work.mkdir(exist_ok=True)
                     try:
                         client = await stack.enter_async_context(connect(adapter, work, log))
                         await adapter.prepare(client)
@@ -105,7 +145,7 @@ class PairedRun:
             await adapter.settle(client)
 
     async def measure_sizes(self, live: Live) -> None:
-        stored = 0
+        stored = self.stored
         began = time.perf_counter()
         self.report["sizes"] = {}
         for size in self.sizes:
@@ -114,19 +154,22 @@ class PairedRun:
                 if time.perf_counter() - began > self.budget_s:
                     capped = True
                     break
-                await self.each(live, stored, "store", next(self.source), f"m{stored}")
+                await self.each(live, stored, "store", self.text(), f"m{stored}")
                 stored += 1
+                if stored % 500 == 0:
+                    self.stored = stored
+                    self.save()
             await self.settle(live)
             for i in range(self.warmup):
                 await self.each(live, i, "search", self.queries[i % len(self.queries)], self.k)
             store: dict[str, list[float]] = {a.name: [] for a, _ in live}
             search: dict[str, list[float]] = {a.name: [] for a, _ in live}
             for i in range(self.calls):
-                for name, ms in (
-                    await self.each(live, i, "store", next(self.source), f"t{stored}-{i}")
-                ).items():
+                for name, ms in (await self.each(live, i, "store", self.text(), f"t{stored}-{i}")).items():
                     store[name].append(ms)
             stored += self.calls
+            self.stored = stored
+            self.save()
             await self.settle(live)
             for i in range(self.calls):
                 query = self.queries[i % len(self.queries)]

@@ -4,6 +4,7 @@
         .venv/bin/python bench/peers/run.py [--systems memhub,server-memory,...] \\
         [--sizes 1000,10000] [--calls 100] [--seed-budget-s 600] [--out bench/results/peers.json] \\
         [--paired]   # every system open at once, calls in rotating order (bench/peers/paired.py)
+        [--workdir DIR]  # --paired: keep the stores in DIR, continue from them next time
 
 Run `bench/peers/install.sh` first (or `make bench-peers`, which does both). For each system:
 
@@ -358,7 +359,16 @@ def run_paired(
             print(f"  {name} skipped: {reason}", flush=True)
     args.logs.mkdir(parents=True, exist_ok=True)
     paired = PairedRun(
-        adapters, args.sizes, args.calls, args.seed_budget_s, args.logs, distinct_texts(), QUERIES, K, WARMUP
+        adapters,
+        args.sizes,
+        args.calls,
+        args.seed_budget_s,
+        args.logs,
+        distinct_texts(),
+        QUERIES,
+        K,
+        WARMUP,
+        args.workdir,
     )
     report["paired"] = anyio.run(paired.run)
     for adapter in adapters:
@@ -397,6 +407,12 @@ def main() -> None:
         action="store_true",
         help="every system open at once, calls in rotating order (bench/peers/paired.py); "
         "ratios to the first system listed",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="--paired: keep the stores here and continue from them in a later run (state.json)",
     )
     parser.add_argument(
         "--model-threads",

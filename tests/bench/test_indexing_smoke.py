@@ -4,6 +4,7 @@ reports. Rates and latencies are not asserted (benchmarks live under bench/)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.helpers import REPO, run_bench_script
@@ -37,6 +38,25 @@ def test_peers_paired_mode_runs_memhub_without_a_model(tmp_path: Path) -> None:
     assert set(size["search"]) == {"memhub-none", "memhub-use"}
     assert size["search"]["memhub-use"]["paired_ratio_median"] > 0
     assert "paired" in output
+
+
+def test_peers_paired_mode_resumes_from_kept_stores(tmp_path: Path) -> None:
+    """`--workdir`: a second run with the same systems continues from the stores the first
+    left (no seeding again), and stores its own timed memories on top."""
+    work = tmp_path / "stores"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    args = ("--paired", "--systems", "memhub-none", "--sizes", "20", "--calls", "3", "--no-locomo")
+    first, _ = run_bench_script(
+        tmp_path / "a", REPO / "bench" / "peers" / "run.py", *args, "--workdir", str(work)
+    )
+    assert first["paired"]["sizes"]["20"]["stored"] == 23 and "resumed_from" not in first["paired"]
+    second, output = run_bench_script(
+        tmp_path / "b", REPO / "bench" / "peers" / "run.py", *args, "--workdir", str(work)
+    )
+    assert second["paired"]["resumed_from"] == 23 and "resuming: 23" in output
+    assert second["paired"]["sizes"]["20"]["stored"] == 26  # nothing seeded, 3 timed stores
+    assert json.loads((work / "state.json").read_text())["consumed"] == 26
 
 
 def test_cold_start_bench_times_the_first_search_by_meaning(tmp_path: Path) -> None:
