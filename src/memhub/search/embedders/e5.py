@@ -204,12 +204,16 @@ class E5Embedder:
             for text in texts
         ]  # fmt: skip
         out = np.empty((len(texts), _DIM), dtype=np.float32)
+        # The int8 graphs quantize each product's input over the whole batch: a text would get
+        # another vector beside other texts (cosine 0.992-0.997 to its own). One text a run keeps
+        # a text's vector its own, and costs int8 no CPU (bench/embed_speed.py, batch 1 vs 32).
+        batch_rows = _BATCH_ROWS if encoder.batches else 1
         order = sorted(range(len(sequences)), key=lambda row: len(sequences[row]))  # little padding
         start = 0
         while start < len(order):
             end = start + 1
             shortest = len(sequences[order[start]])
-            while end < len(order) and end - start < _BATCH_ROWS:
+            while end < len(order) and end - start < batch_rows:
                 longest = len(sequences[order[end]])
                 if (
                     longest * longest * (end + 1 - start) > _BATCH_SQUARES

@@ -186,6 +186,9 @@ class OnnxEncoder:
         import onnxruntime as ort
 
         self.weights = weights
+        # int8 products quantize their input over the whole batch (DynamicQuantizeMatMul): a
+        # row's vector would depend on the rows beside it. MatMulNBits quantizes per row.
+        self.batches = not (options or GraphOptions()).int8
         self._session = _session(ort, build_model(weights, options), max(1, threads))
         cfg = weights.config
         self._positions = weights.vector("emb.pos").reshape(cfg.max_positions, cfg.hidden)
