@@ -137,7 +137,7 @@ class E5Embedder:
             import onnxruntime  # noqa: F401
         except ImportError as exc:
             raise EmbedderUnavailable("onnxruntime is not installed", extra="e5") from exc
-        from memhub.search.embedders.e5_onnx import OnnxEncoder
+        from memhub.search.embedders.e5_onnx import OnnxEncoder, refusals
         from memhub.search.embedders.e5_weights import WeightsError, load_weights
 
         try:
@@ -146,14 +146,14 @@ class E5Embedder:
             raise EmbedderUnavailable(f"the e5 weights could not be read: {exc}") from exc
         try:
             encoder = OnnxEncoder(weights, threads=self._threads, options=graph_options(self.graph))
-        except RuntimeError as exc:  # onnxruntime refused the graph
+        except refusals() as exc:  # onnxruntime refused the graph
             if self.graph == "q4":
                 raise EmbedderUnavailable(f"onnxruntime could not run e5: {exc}") from exc
             log.warning("e5's %s graph did not load, the 4-bit one runs: %s", self.graph, exc)
             self.graph = "q4"
             try:
                 encoder = OnnxEncoder(weights, threads=self._threads, options=graph_options("q4"))
-            except RuntimeError as again:
+            except refusals() as again:
                 raise EmbedderUnavailable(f"onnxruntime could not run e5: {again}") from again
         if encoder.weights.config.hidden != _DIM:
             raise EmbedderUnavailable(f"the e5 model has {encoder.weights.config.hidden} dimensions")

@@ -27,6 +27,7 @@ from memhub.search.embedders.e5_weights import QK, Bytes, E5Weights, Floats, deq
 OPSET = 17
 _MS = "com.microsoft"
 _INT8_STEPS = 63.0
+INT8_OP = "DynamicQuantizeMatMul"  # com.microsoft: quantizes its input to uint8 per tensor
 
 
 def _repack(blocks: Bytes) -> tuple[Bytes, Floats]:
@@ -85,7 +86,7 @@ def build_model(weights: E5Weights, options: GraphOptions | None = None) -> byte
         if opts.int8 and names[0] not in opts.q4_matrices:
             steps, scale = _int8(blocks)
             inputs = [source, const(f"{tag}.w", steps), const(f"{tag}.s", scale), "", const(f"{tag}.b", bias)]
-            nodes.append(helper.make_node("DynamicQuantizeMatMul", inputs, [out], domain=_MS))
+            nodes.append(helper.make_node(INT8_OP, inputs, [out], domain=_MS))
             return out
         packed, scales = _repack(blocks)
         rows, k = packed.shape[0], packed.shape[1] * QK
@@ -208,6 +209,16 @@ class OnnxEncoder:
         (pooled,) = self._session.run(None, {"embeddings": embeddings, "mask": mask})
         out: Floats = pooled
         return out
+
+
+def refusals() -> tuple[type[Exception], ...]:
+    """What ONNX Runtime raises when it will not run a graph (an operator its build lacks, a
+    kernel that refuses its inputs): its own exception classes, none a RuntimeError."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    names = ("Fail", "InvalidGraph", "InvalidArgument", "NotImplemented", "RuntimeException", "EPFail")
+    found = [getattr(state, name, None) for name in names]
+    return (RuntimeError, *(cls for cls in found if isinstance(cls, type) and issubclass(cls, Exception)))
 
 
 def _session(ort: Any, model: bytes, threads: int) -> Any:
