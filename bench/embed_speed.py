@@ -10,7 +10,8 @@ Each configuration (runtime × threads) runs in its own process (OpenMP reads it
 once), in rotating order, `--rounds` times; the medians are printed. Per configuration:
 query p50/p95 in ms and CPU ms (one thread, one short query at a time, as a search embeds it) and
 passages/s at batch 1 and 32 (the ja set's memories, then mixed ja/en ones from bench/corpus.py),
-with the CPU seconds per passage, which a loaded machine disturbs less than the wall clock.
+with the CPU seconds per passage, which a loaded machine disturbs less than the wall clock, and
+the process's RSS once e5 is loaded and has embedded one query, then at the end.
 A runtime that is not installed is skipped. `uptime` is printed before and after.
 """
 
@@ -55,7 +56,7 @@ def measure(runtime: str, threads: int, n: int, graph: str) -> dict[str, float]:
     started = time.perf_counter()
     embedder.load()
     embedder.embed_queries(["warm up"])
-    out: dict[str, float] = {"load_ms": (time.perf_counter() - started) * 1000}
+    out: dict[str, float] = {"load_ms": (time.perf_counter() - started) * 1000, "rss_loaded_mib": rss_mib()}
     latencies = []
     cpu = time.process_time()
     for i in range(120):
@@ -75,7 +76,18 @@ def measure(runtime: str, threads: int, n: int, graph: str) -> dict[str, float]:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         out[f"batch{batch}_per_s"] = len(docs) / wall
         out[f"batch{batch}_cpu_ms"] = cpu * 1000 / len(docs)
+    out["rss_end_mib"] = rss_mib()
     return out
+
+
+def rss_mib() -> float:
+    """This process's resident memory (Linux; 0 elsewhere)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0.0
+    line = next((line for line in status.splitlines() if line.startswith("VmRSS:")), "VmRSS: 0 kB")
+    return int(line.split()[1]) / 1024
 
 
 def run_child(runtime: str, threads: int, n: int, graph: str) -> dict[str, float] | None:
@@ -138,10 +150,12 @@ def main() -> int:
         "batch32_per_s",
         "batch1_cpu_ms",
         "batch32_cpu_ms",
+        "rss_loaded_mib",
+        "rss_end_mib",
     ]
     print(f"{'runtime × threads':20}" + "".join(f"{key:>15}" for key in keys))
     for name, runs in samples.items():
-        medians = {key: statistics.median(run[key] for run in runs) for key in [*keys, "load_ms"]}
+        medians = {key: statistics.median(run.get(key, 0.0) for run in runs) for key in [*keys, "load_ms"]}
         report[name] = medians
         print(f"{name:20}" + "".join(f"{medians[key]:15.1f}" for key in keys))
     write_report(RESULTS / "embed_speed.json", report)
