@@ -39,6 +39,10 @@ What it does (see bench/quality/README.md for what the numbers mean):
 (bench/pg.py: keyword search by the tsvector ranking, vectors by pgvector's HNSW index) instead
 of a SQLite file; `--db URL` names an existing, empty database instead.
 
+`--e5-graph int8|mixed|q4` picks e5's ONNX Runtime graph (search/embedders/e5.py `GRAPHS`;
+default: the embedder's own); `--e5-query-graph G` embeds the queries alone with graph G, the
+memories with `--e5-graph`'s: what a store indexed before an upgrade sees after it.
+
 `--limit-conversations N` keeps the first N LoCoMo conversations (a smoke run); `--details`
 adds every question's production top 5 to the report. Everything runs locally. A search waits
 up to 30 s for its query embedding (production: 1 s) so a busy machine cannot silently turn
@@ -72,6 +76,7 @@ from memhub.cli.container import Container, build_container
 from memhub.core.ids import MEM, PROJ
 from memhub.core.models import Viewer
 from memhub.core.settings import Settings
+from memhub.search.embedders.e5 import GRAPHS
 from memhub.search.fusion import FusedHit, fuse, reciprocal_rank_fusion
 from memhub.services.assoc.models import MemoryInput
 from memhub.services.assoc.ranking import calibrated, relevance, similarity, text_range
@@ -362,6 +367,8 @@ async def run(
     log: Callable[[str], None] = progress,
     backend: str = "sqlite",
     db: str | None = None,
+    e5_graph: str | None = None,
+    e5_query_graph: str | None = None,
 ) -> dict[str, Any]:
     """Build, store, ask; the report (a JSON-able dict)."""
     if dataset == "locomo":
@@ -380,6 +387,7 @@ async def run(
             **({"db": db} if db else {}),
         )  # fmt: skip
         container = build_container(settings)
+        graphs = _e5_graphs(container, e5_graph, e5_query_graph)
         try:
             async with anyio.create_task_group() as background:
                 background.start_soon(container.run_background)  # vectors come from the backfill
@@ -389,7 +397,37 @@ async def run(
             container.close()
     report["seconds"]["total"] = round(time.perf_counter() - started, 1)
     report["backend"] = "postgresql" if db else "sqlite"
+    report.update(graphs)
     return report
+
+
+def _e5_graphs(container: Container, graph: str | None, query_graph: str | None) -> dict[str, str]:
+    """Sets e5's graph (before it loads) and, with `query_graph`, a second encoder for queries
+    alone; what runs, for the report."""
+    from memhub.search.embedders.e5 import E5Embedder, graph_options
+    from memhub.search.embedders.e5_onnx import OnnxEncoder
+
+    embedding = container.runtime.embedding
+    model = embedding.embedder if embedding is not None else None
+    parts = [model, getattr(model, "first", None), getattr(model, "second", None)]
+    e5 = next((part for part in parts if isinstance(part, E5Embedder)), None)
+    if e5 is None:
+        if graph or query_graph:
+            raise SystemExit("--e5-graph / --e5-query-graph need an e5 embedder")
+        return {}
+    if graph:
+        e5.graph = graph  # type: ignore[assignment]
+    if query_graph:
+        encoders: list[OnnxEncoder] = []
+
+        def embed_queries(texts: Sequence[str]) -> Any:
+            e5.load()
+            if not encoders:
+                encoders.append(OnnxEncoder(e5._model.weights, options=graph_options(query_graph)))  # type: ignore[arg-type]
+            return e5._embed_onnx(encoders[0], texts, True)
+
+        e5.embed_queries = embed_queries  # type: ignore[method-assign]
+    return {"e5_graph": e5.graph, "e5_query_graph": query_graph or e5.graph}
 
 
 async def _run(
@@ -610,6 +648,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--db", default=None, help="an empty PostgreSQL database's URL (instead of --backend)"
     )
+    parser.add_argument("--e5-graph", choices=GRAPHS, default=None, help="e5's ONNX Runtime graph")
+    parser.add_argument("--e5-query-graph", choices=GRAPHS, default=None, help="e5's graph for queries alone")
     args = parser.parse_args(argv)
     if args.limit_conversations is not None and args.limit_conversations < 1:
         parser.error("--limit-conversations must be at least 1")
@@ -624,6 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             details=args.details,
             backend=args.backend,
             db=args.db,
+            e5_graph=args.e5_graph,
+            e5_query_graph=args.e5_query_graph,
         )
 
     report = anyio.run(go)

