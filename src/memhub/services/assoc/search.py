@@ -125,31 +125,37 @@ async def ranked(
             return ranking.mix(parts[item], alpha, coverage_of(item))
 
         kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
-        rels = {item: relevance(item) for item in kept}
+        # relevance lies between its value at coverage 0 and 1: coverage is read only where
+        # the first results (or the contenders for them) depend on it (context.Bounded)
+        high = {i: ranking.mix(part, alpha) for i, part in parts.items()}
+        rels = context.Bounded(
+            {i: ranking.mix(part, alpha, 0.0) for i, part in parts.items()}, high, relevance
+        )
         # conversation context: a memory borrows from the memories stored beside it (search/context.py),
         # read only for the candidates that can still reach the first `limit`; a neighbour under
         # the threshold lends too, at most the best relevance with full coverage
-        ceiling = max((ranking.mix(part, alpha) for part in parts.values()), default=0.0)
+        ceiling = max(high.values(), default=0.0)
         near = context.neighbours(tx, context.contenders(rels, kept, CONTEXT_SHARE, limit, ceiling))
-        for item in {other for others in near.values() for other in others}:
-            if item not in rels and item in passes:
-                rels[item] = relevance(item)
-        lent = context.lend(rels, near, CONTEXT_SHARE)
+        # the diversity pool (`_diverse`) is the most any caller reads; with `explain`, all of them
+        lent = context.lend_best(
+            rels, near, CONTEXT_SHARE, kept, len(kept) if explain is not None else _pool(limit)
+        )
         scored = []
         for brief in briefs:
+            if brief.id not in lent:
+                if explain is not None and not passes[brief.id]:
+                    explain.count("below the similarity threshold")
+                continue
             hit, sim = by_id[brief.id], sims[brief.id]
-            if passes[brief.id]:
-                scored.append((lent[brief.id] * kept[brief.id], sim, brief.id))  # = ranking.score(lent, ...)
-                if explain is not None:
-                    coverage = covered[brief.id]
-                    sides = ranking.relevance_parts(
-                        embedder, hit.vector_score, hit.text_score, text_range, cosine_range, coverage
-                    )
-                    _explain_hit(
-                        explain, brief, sim, coverage, sides, rels[brief.id], lent[brief.id], scored[-1][0]
-                    )
-            elif explain is not None:
-                explain.count("below the similarity threshold")
+            scored.append((lent[brief.id] * kept[brief.id], sim, brief.id))  # = ranking.score(lent, ...)
+            if explain is not None:
+                coverage = covered[brief.id]
+                sides = ranking.relevance_parts(
+                    embedder, hit.vector_score, hit.text_score, text_range, cosine_range, coverage
+                )
+                _explain_hit(
+                    explain, brief, sim, coverage, sides, rels[brief.id], lent[brief.id], scored[-1][0]
+                )
         if explain is not None:
             explain.stage = "assoc"
             explain.count("outside the searched domains or projects", len(by_id) - len(briefs))
@@ -164,7 +170,7 @@ async def ranked(
         chosen = replace(candidates, ids=[i for _, _, i in top], limit=len(top) or 1)
         rows = {row.id: row for row in tx.query_items(viewer, chosen)}
         memories = [domains.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
-        return memories, len(scored)
+        return memories, len(kept)
 
     candidates = scoped.restrict(where)
     (memories, total), note = await retrieve(
@@ -186,7 +192,7 @@ def _diverse(
 ) -> list[tuple[float, float, int]]:
     """The first `limit` of `scored` (score, similarity, id; best first) chosen for diversity
     among the best 2 · limit (search/diversity.py), each with its diversified score."""
-    pool = scored[: max(2 * limit, DIVERSITY_POOL)]
+    pool = scored[: _pool(limit)]
     base = calibration.baseline(embedder, "passage") if embedder is not None else None
     if embedder is None or base is None or limit <= 1:
         return scored[:limit]
@@ -203,6 +209,11 @@ def _diverse(
             explain.factors[i]["redundancy"] = redundancy
             explain.final[i] = value
     return [(value, sim[i], i) for i, value, _ in chosen]
+
+
+def _pool(limit: int) -> int:
+    """How many of the best-scored results `_diverse` chooses the first `limit` among."""
+    return max(2 * limit, DIVERSITY_POOL)
 
 
 def _explain_hit(
