@@ -307,10 +307,13 @@ async def _timed_searches(client: Client, rng: random.Random, queries: int, prof
     # CPU of the whole process (every thread) per search: steadier than wall time on a busy machine
     print(f"CPU per search {cpu_ms:.2f} ms (process time, all threads, the client's included)")
     # cpu: the CPU time of a stage that runs on one thread (its own thread's), per search
-    print(f"{'stage':32} {'calls/search':>12} {'ms/search':>10} {'p50/call':>9} {'cpu/search':>10}")
+    heads = ("calls/search", 12), ("ms/search", 10), ("p50/call", 9), ("cpu/search", 10), ("cpu p50", 8)
+    print(f"{'stage':32} " + " ".join(f"{head:>{width}}" for head, width in heads))
     for name, values in sorted(_times.items(), key=lambda kv: -sum(kv[1])):
         per_search, total = len(values) / queries, sum(values) / queries
-        cpu = f"{sum(_cpu[name]) / queries:10.2f}" if name in _cpu else ""
+        cpu = ""
+        if name in _cpu:
+            cpu = f"{sum(_cpu[name]) / queries:10.2f} {statistics.median(_cpu[name]):8.2f}"
         print(f"{name:32} {per_search:12.2f} {total:10.2f} {statistics.median(values):9.2f} {cpu}")
 
 

@@ -9,6 +9,7 @@ query (most important first), similar (nearest neighbours of one memory's vector
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -36,6 +37,7 @@ CONTEXT_SHARE = 0.2  # of the best neighbour's relevance a memory borrows (searc
 # 2 · limit best-scored (at least DIVERSITY_POOL)
 DIVERSITY = 0.1 / (1 + CONTEXT_SHARE)
 DIVERSITY_POOL = 20
+NORM_BATCH = 32  # texts read at once when a relevance needs one (a search reads ~40 of ~150)
 MAX_TOTAL = 1_000  # filter searches count matches up to this
 PENDING_NOTE = "vectors of memories stored just now are still being computed; search again in a moment"
 
@@ -99,21 +101,32 @@ async def ranked(
         cosine_range = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
         by_id = found.by_id
         briefs = tx.query_briefs(viewer, replace(candidates, ids=list(by_id), limit=len(by_id) or 1))
-        norms = tx.norm_texts([b.id for b in briefs if by_id[b.id].text_score is not None])
+        worded = [b.id for b in briefs if by_id[b.id].text_score is not None]  # coverage counts for these
         sims = {
             b.id: ranking.similarity(embedder, by_id[b.id].vector_score, by_id[b.id].text_score, best_text)
             for b in briefs
         }
         passes = {i: sim >= threshold for i, sim in sims.items()}
         covered: dict[int, float] = {}
+        # which side to trust: does any of the best keyword candidates hold the query's words?
+        probe = sorted(worded, key=lambda i: (-(by_id[i].text_score or 0.0), -i))[: ranking.COVERAGE_PROBE]
+        # texts are read as their coverage is needed (most never are): the probe's now
+        norms = tx.norm_texts(worded if explain is not None else probe)
+        unread = set(worded) - norms.keys()
+        high: dict[int, float] = {}  # relevance at full coverage, once alpha is known
 
         def coverage_of(item: int) -> float:  # the costly part of relevance: only where it is needed
             if item not in covered:
+                if item in unread:  # with it, the unread texts the ranking is likeliest to need next
+                    batch = [
+                        item,
+                        *heapq.nlargest(NORM_BATCH - 1, unread - {item}, key=lambda i: high.get(i, 0.0)),
+                    ]
+                    norms.update(tx.norm_texts(batch))
+                    unread.difference_update(batch)
                 covered[item] = found.coverage(norms[item]) if item in norms else 1.0
             return covered[item]
 
-        # which side to trust: does any of the best keyword candidates hold the query's words?
-        probe = sorted(norms, key=lambda i: (-(by_id[i].text_score or 0.0), -i))[: ranking.COVERAGE_PROBE]
         alpha = ranking.alpha_for(max((coverage_of(i) for i in probe), default=0.0))
 
         parts = {  # each side of relevance at full coverage, computed once (ranking.mix)
@@ -127,7 +140,7 @@ async def ranked(
         kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
         # relevance lies between its value at coverage 0 and 1: coverage is read only where
         # the first results (or the contenders for them) depend on it (context.Bounded)
-        high = {i: ranking.mix(part, alpha) for i, part in parts.items()}
+        high.update((i, ranking.mix(part, alpha)) for i, part in parts.items())
         rels = context.Bounded(
             {i: ranking.mix(part, alpha, 0.0) for i, part in parts.items()}, high, relevance
         )
