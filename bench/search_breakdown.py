@@ -9,8 +9,11 @@ waits until every vector is indexed, then calls `memory(action="search")` throug
 client in process (no stdio framing, no second process) with the assoc benchmark's queries,
 and times the stages by wrapping the functions that run them (inclusive times: a stage's
 figure contains the stages it calls). Reported per search: mean and p50 ms of each stage,
-and the whole call. `--profile FILE` also writes a cProfile of the timed calls (the worker
-threads' own work is not in it: cProfile follows one thread; the stage timers cover them).
+and the whole call. `--profile FILE` also writes a cProfile of the timed calls (the event
+loop's thread) and `FILE.threads`, one of the work the timed calls ran on worker threads
+(`anyio.to_thread.run_sync`: the snapshot's work with its rerank, the vector index's
+arithmetic), in CPU time: cProfile follows one thread, so each such call is profiled on its
+own thread and the profiles are added up.
 Run it once per checkout (PYTHONPATH) to compare.
 
 `--dump FILE` instead writes what 200 fixed queries return (the bench queries, then single
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import pstats
 import random
 import shutil
 import statistics
@@ -60,17 +64,19 @@ QUERIES = [
 ]
 
 _times: dict[str, list[float]] = defaultdict(list)
+_cpu: dict[str, list[float]] = defaultdict(list)  # a sync stage's CPU time on its thread
 _lock = threading.Lock()
 
 
 def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             return fn(*args, **kwargs)
         finally:
             with _lock:
                 _times[name].append((time.perf_counter() - started) * 1000)
+                _cpu[name].append((time.thread_time() - cpu) * 1000)
 
     return wrapper
 
@@ -128,6 +134,48 @@ def _instrument() -> None:
             continue
         label = f"{owner_name or module_name.rsplit('.', 1)[-1]}.{attr}"
         setattr(owner, attr, (_timed_async if is_async else _timed)(label, fn))
+    # the toolset's rerank (a closure handed to `retrieve`, run inside SearchEngine.run)
+    assoc_search = importlib.import_module("memhub.services.assoc.search")
+    retrieve = assoc_search.retrieve
+
+    async def timed_retrieve(call: Any, query: str, viewer: Any, rerank: Any, **kwargs: Any) -> Any:
+        return await retrieve(call, query, viewer, _timed("assoc rerank", rerank), **kwargs)
+
+    assoc_search.retrieve = timed_retrieve
+
+
+class _ThreadProfiles:
+    """cProfile of what `anyio.to_thread.run_sync` runs while `on`: one profile per call, on
+    its own thread, added up in `stats` (cProfile follows the thread that enables it)."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.stats: pstats.Stats | None = None
+        self._lock = threading.Lock()
+        original = anyio.to_thread.run_sync
+
+        async def run_sync(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            return await original(self._profiled(func), *args, **kwargs)
+
+        anyio.to_thread.run_sync = run_sync  # type: ignore[assignment]
+
+    def _profiled(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            if not self.on:
+                return func(*args)
+            profiler = cProfile.Profile(time.thread_time)  # CPU: its waits for the other side cost ~0
+            profiler.enable()
+            try:
+                return func(*args)
+            finally:
+                profiler.disable()
+                with self._lock:
+                    if self.stats is None:
+                        self.stats = pstats.Stats(profiler)
+                    else:
+                        self.stats.add(profiler)
+
+        return call
 
 
 def _rss() -> str:
@@ -231,8 +279,12 @@ async def _timed_searches(client: Client, rng: random.Random, queries: int, prof
     for _ in range(10):
         await client.call_tool("memory", {**search, "query": "warm up"})
     _times.clear()
+    _cpu.clear()
     calls: list[float] = []
     profiler = cProfile.Profile() if profile else None
+    threads = _ThreadProfiles() if profile else None
+    if threads is not None:
+        threads.on = True
     cpu_started = time.process_time()
     for _ in range(queries):
         query = rng.choice(QUERIES)
@@ -247,14 +299,22 @@ async def _timed_searches(client: Client, rng: random.Random, queries: int, prof
     cpu_ms = (time.process_time() - cpu_started) * 1000 / queries
     if profiler is not None and profile:
         profiler.dump_stats(profile)
+    if threads is not None and threads.stats is not None and profile:
+        threads.on = False
+        threads.stats.dump_stats(f"{profile}.threads")
     p95 = sorted(calls)[int(0.95 * (len(calls) - 1))]
     print(f"{queries} memory searches, p50 {statistics.median(calls):.2f} ms, p95 {p95:.2f} ms")
     # CPU of the whole process (every thread) per search: steadier than wall time on a busy machine
     print(f"CPU per search {cpu_ms:.2f} ms (process time, all threads, the client's included)")
-    print(f"{'stage':32} {'calls/search':>12} {'ms/search':>10} {'p50/call':>9}")
+    # cpu: the CPU time of a stage that runs on one thread (its own thread's), per search
+    heads = ("calls/search", 12), ("ms/search", 10), ("p50/call", 9), ("cpu/search", 10), ("cpu p50", 8)
+    print(f"{'stage':32} " + " ".join(f"{head:>{width}}" for head, width in heads))
     for name, values in sorted(_times.items(), key=lambda kv: -sum(kv[1])):
         per_search, total = len(values) / queries, sum(values) / queries
-        print(f"{name:32} {per_search:12.2f} {total:10.2f} {statistics.median(values):9.2f}")
+        cpu = ""
+        if name in _cpu:
+            cpu = f"{sum(_cpu[name]) / queries:10.2f} {statistics.median(_cpu[name]):8.2f}"
+        print(f"{name:32} {per_search:12.2f} {total:10.2f} {statistics.median(values):9.2f} {cpu}")
 
 
 def main() -> None:

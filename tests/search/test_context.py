@@ -11,7 +11,7 @@ from tests.store.backends import Backend
 
 from memhub.cli.container import build_container
 from memhub.core.models import Kind
-from memhub.search.context import contenders, lend, neighbours
+from memhub.search.context import Bounded, contenders, lend, lend_best, neighbours
 from memhub.store.base import NewItem
 
 
@@ -61,6 +61,34 @@ def test_reading_the_contenders_links_only_gives_the_same_first_results() -> Non
         assert len(chosen) >= min(limit, len(weights))
         every = _top(scores, weights, _both_ways(links), share, limit)
         assert _top(scores, weights, _both_ways(links, chosen), share, limit) == every
+
+
+def test_bounded_scores_give_the_same_contenders_and_first_results_computing_fewer() -> None:
+    rng = random.Random(5)
+    computed_share = []
+    for _ in range(300):
+        n = rng.randint(1, 80)
+        scores = {i: rng.random() ** 2 for i in range(n)}
+        if rng.random() < 0.3:  # ties
+            scores = {i: round(s, 1) for i, s in scores.items()}
+        low = {i: s * rng.choice((1.0, rng.random())) for i, s in scores.items()}
+        high = {i: s + rng.choice((0.0, (1 - s) * rng.random())) for i, s in scores.items()}
+        weights = {i: 0.7 + 0.3 * rng.random() for i in range(n) if rng.random() < 0.8}
+        links = [(i, i - 1) for i in range(1, n) if rng.random() < 0.9]
+        limit, share = rng.randint(1, 12), rng.choice((0.0, 0.1, 0.2, 0.5))
+        ceiling = max(high.values())
+        bounded = Bounded(low, high, scores.__getitem__)
+        chosen = contenders(bounded, weights, share, limit, ceiling)
+        assert chosen == contenders(scores, weights, share, limit, ceiling)
+        near = _both_ways(links, set(chosen))
+        pool = rng.randint(1, 30)
+        lent = lend_best(bounded, near, share, weights, pool)
+        every = lend(scores, near, share)
+        assert all(lent[i] == every[i] for i in lent)
+        best = sorted(weights, key=lambda i: (-every[i] * weights[i], -i))[:pool]
+        assert sorted(lent, key=lambda i: (-lent[i] * weights[i], -i))[:pool] == best
+        computed_share.append(len(bounded.known) / n)
+    assert sum(computed_share) / len(computed_share) < 0.9  # bounds spare some of the work
 
 
 def test_neighbours_are_temporal_links_in_both_directions(tmp_path: Path, backend: Backend) -> None:

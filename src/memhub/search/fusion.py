@@ -147,19 +147,15 @@ def fuse(
     _record(explain, text, vector, alpha)
     text_norm = dict(zip(text, normalize_scores(list(text.values())), strict=True))
     vector_norm = dict(zip(vector, normalize_scores(list(vector.values())), strict=True))
-    fused = [
-        FusedHit(
-            item_id=item_id,
-            combined=alpha * vector_norm.get(item_id, 0.0) + (1.0 - alpha) * text_norm.get(item_id, 0.0),
-            text_score=text.get(item_id),
-            vector_score=vector.get(item_id),
-        )
+    combined = {
+        item_id: alpha * vector_norm.get(item_id, 0.0) + (1.0 - alpha) * text_norm.get(item_id, 0.0)
         for item_id in text.keys() | vector.keys()
-    ]
-    fused.sort(key=lambda hit: (-hit.combined, hit.item_id))
+    }
+    order = sorted(combined, key=lambda item_id: (-combined[item_id], item_id))
     if explain is not None:
-        explain.fused = {hit.item_id: hit.combined for hit in fused}
-    return fused[:k_final]
+        explain.fused = {item_id: combined[item_id] for item_id in order}
+    # only the hits returned are built (with 200 a side, up to twice as many are scored)
+    return [FusedHit(i, combined[i], text.get(i), vector.get(i)) for i in order[:k_final]]
 
 
 def reciprocal_rank_fusion(

@@ -9,6 +9,7 @@ query (most important first), similar (nearest neighbours of one memory's vector
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -36,6 +37,7 @@ CONTEXT_SHARE = 0.2  # of the best neighbour's relevance a memory borrows (searc
 # 2 · limit best-scored (at least DIVERSITY_POOL)
 DIVERSITY = 0.1 / (1 + CONTEXT_SHARE)
 DIVERSITY_POOL = 20
+NORM_BATCH = 32  # texts read at once when a relevance needs one (a search reads ~40 of ~150)
 MAX_TOTAL = 1_000  # filter searches count matches up to this
 PENDING_NOTE = "vectors of memories stored just now are still being computed; search again in a moment"
 
@@ -99,21 +101,32 @@ async def ranked(
         cosine_range = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
         by_id = found.by_id
         briefs = tx.query_briefs(viewer, replace(candidates, ids=list(by_id), limit=len(by_id) or 1))
-        norms = tx.norm_texts([b.id for b in briefs if by_id[b.id].text_score is not None])
+        worded = [b.id for b in briefs if by_id[b.id].text_score is not None]  # coverage counts for these
         sims = {
             b.id: ranking.similarity(embedder, by_id[b.id].vector_score, by_id[b.id].text_score, best_text)
             for b in briefs
         }
         passes = {i: sim >= threshold for i, sim in sims.items()}
         covered: dict[int, float] = {}
+        # which side to trust: does any of the best keyword candidates hold the query's words?
+        probe = sorted(worded, key=lambda i: (-(by_id[i].text_score or 0.0), -i))[: ranking.COVERAGE_PROBE]
+        # texts are read as their coverage is needed (most never are): the probe's now
+        norms = tx.norm_texts(worded if explain is not None else probe)
+        unread = set(worded) - norms.keys()
+        high: dict[int, float] = {}  # relevance at full coverage, once alpha is known
 
         def coverage_of(item: int) -> float:  # the costly part of relevance: only where it is needed
             if item not in covered:
+                if item in unread:  # with it, the unread texts the ranking is likeliest to need next
+                    batch = [
+                        item,
+                        *heapq.nlargest(NORM_BATCH - 1, unread - {item}, key=lambda i: high.get(i, 0.0)),
+                    ]
+                    norms.update(tx.norm_texts(batch))
+                    unread.difference_update(batch)
                 covered[item] = found.coverage(norms[item]) if item in norms else 1.0
             return covered[item]
 
-        # which side to trust: does any of the best keyword candidates hold the query's words?
-        probe = sorted(norms, key=lambda i: (-(by_id[i].text_score or 0.0), -i))[: ranking.COVERAGE_PROBE]
         alpha = ranking.alpha_for(max((coverage_of(i) for i in probe), default=0.0))
 
         parts = {  # each side of relevance at full coverage, computed once (ranking.mix)
@@ -125,31 +138,37 @@ async def ranked(
             return ranking.mix(parts[item], alpha, coverage_of(item))
 
         kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
-        rels = {item: relevance(item) for item in kept}
+        # relevance lies between its value at coverage 0 and 1: coverage is read only where
+        # the first results (or the contenders for them) depend on it (context.Bounded)
+        high.update((i, ranking.mix(part, alpha)) for i, part in parts.items())
+        rels = context.Bounded(
+            {i: ranking.mix(part, alpha, 0.0) for i, part in parts.items()}, high, relevance
+        )
         # conversation context: a memory borrows from the memories stored beside it (search/context.py),
         # read only for the candidates that can still reach the first `limit`; a neighbour under
         # the threshold lends too, at most the best relevance with full coverage
-        ceiling = max((ranking.mix(part, alpha) for part in parts.values()), default=0.0)
+        ceiling = max(high.values(), default=0.0)
         near = context.neighbours(tx, context.contenders(rels, kept, CONTEXT_SHARE, limit, ceiling))
-        for item in {other for others in near.values() for other in others}:
-            if item not in rels and item in passes:
-                rels[item] = relevance(item)
-        lent = context.lend(rels, near, CONTEXT_SHARE)
+        # the diversity pool (`_diverse`) is the most any caller reads; with `explain`, all of them
+        lent = context.lend_best(
+            rels, near, CONTEXT_SHARE, kept, len(kept) if explain is not None else _pool(limit)
+        )
         scored = []
         for brief in briefs:
+            if brief.id not in lent:
+                if explain is not None and not passes[brief.id]:
+                    explain.count("below the similarity threshold")
+                continue
             hit, sim = by_id[brief.id], sims[brief.id]
-            if passes[brief.id]:
-                scored.append((lent[brief.id] * kept[brief.id], sim, brief.id))  # = ranking.score(lent, ...)
-                if explain is not None:
-                    coverage = covered[brief.id]
-                    sides = ranking.relevance_parts(
-                        embedder, hit.vector_score, hit.text_score, text_range, cosine_range, coverage
-                    )
-                    _explain_hit(
-                        explain, brief, sim, coverage, sides, rels[brief.id], lent[brief.id], scored[-1][0]
-                    )
-            elif explain is not None:
-                explain.count("below the similarity threshold")
+            scored.append((lent[brief.id] * kept[brief.id], sim, brief.id))  # = ranking.score(lent, ...)
+            if explain is not None:
+                coverage = covered[brief.id]
+                sides = ranking.relevance_parts(
+                    embedder, hit.vector_score, hit.text_score, text_range, cosine_range, coverage
+                )
+                _explain_hit(
+                    explain, brief, sim, coverage, sides, rels[brief.id], lent[brief.id], scored[-1][0]
+                )
         if explain is not None:
             explain.stage = "assoc"
             explain.count("outside the searched domains or projects", len(by_id) - len(briefs))
@@ -164,7 +183,7 @@ async def ranked(
         chosen = replace(candidates, ids=[i for _, _, i in top], limit=len(top) or 1)
         rows = {row.id: row for row in tx.query_items(viewer, chosen)}
         memories = [domains.to_memory(rows[i], score=score, similarity=sim) for score, sim, i in top]
-        return memories, len(scored)
+        return memories, len(kept)
 
     candidates = scoped.restrict(where)
     (memories, total), note = await retrieve(
@@ -186,7 +205,7 @@ def _diverse(
 ) -> list[tuple[float, float, int]]:
     """The first `limit` of `scored` (score, similarity, id; best first) chosen for diversity
     among the best 2 · limit (search/diversity.py), each with its diversified score."""
-    pool = scored[: max(2 * limit, DIVERSITY_POOL)]
+    pool = scored[: _pool(limit)]
     base = calibration.baseline(embedder, "passage") if embedder is not None else None
     if embedder is None or base is None or limit <= 1:
         return scored[:limit]
@@ -203,6 +222,11 @@ def _diverse(
             explain.factors[i]["redundancy"] = redundancy
             explain.final[i] = value
     return [(value, sim[i], i) for i, value, _ in chosen]
+
+
+def _pool(limit: int) -> int:
+    """How many of the best-scored results `_diverse` chooses the first `limit` among."""
+    return max(2 * limit, DIVERSITY_POOL)
 
 
 def _explain_hit(

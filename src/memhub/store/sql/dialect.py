@@ -9,7 +9,7 @@ rowid lookups; PostgreSQL has no such hints, so they are no-ops there).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,8 @@ class Dialect:
 
     def placeholders(self, values: Iterable[Any]) -> str:
         """`?, ?, ?` for as many values (empty for none: the caller decides what that means)."""
-        return ", ".join(self.param for _ in values)
+        count = len(values) if isinstance(values, Sized) else sum(1 for _ in values)
+        return ", ".join([self.param] * count)
 
     def contains(self, column: str) -> str:
         """`column` contains the next parameter as a substring."""

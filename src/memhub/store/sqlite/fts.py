@@ -102,9 +102,11 @@ def ranked_sql(expr: str, min_rowid: int, limit: int, kinds: Sequence[str] = ())
     if kinds:
         only = f" AND rowid IN (SELECT id FROM items WHERE kind IN ({', '.join('?' * len(kinds))}))"
         args.extend(kinds)
+    # ordered by the selected column, one expression for the sort and the result (the same
+    # rows in the same order as `ORDER BY bm25(items_fts)`, ~5 % less time: docs/benchmarks.md)
     sql = (
         f"SELECT rowid, -bm25(items_fts) AS score FROM items_fts WHERE items_fts MATCH ? AND rowid >= ?{only}"
-        " ORDER BY bm25(items_fts) LIMIT ?"
+        " ORDER BY score DESC LIMIT ?"
     )
     return sql, [*args, limit]
 
