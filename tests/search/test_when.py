@@ -121,8 +121,10 @@ def test_may_and_march_are_months_with_a_date_or_after_a_word_of_time() -> None:
     assert days("this may be it") == []
 
 
-def test_spans_come_in_the_order_written_and_a_naive_now_is_utc() -> None:
-    assert days("昨日と先週") == [("2024-01-03", "2024-01-04"), ("2023-12-25", "2024-01-01")]
+def test_spans_come_in_time_order_merged_and_a_naive_now_is_utc() -> None:
+    assert days("昨日と先週") == [("2023-12-25", "2024-01-01"), ("2024-01-03", "2024-01-04")]
+    assert days("in 2023, in June 2023 and on July 1, 2023") == [("2023-01-01", "2024-01-01")]
+    assert days("June 2023 or July 2023") == [("2023-06-01", "2023-08-01")]  # touching: one span
     assert days("yesterday", NOW.replace(tzinfo=None)) == [("2024-01-03", "2024-01-04")]
     tokyo = NOW.astimezone(timezone(timedelta(hours=9)))
     assert days("yesterday", tokyo) == [("2024-01-03", "2024-01-04")]  # read in UTC
@@ -143,5 +145,9 @@ def test_nearness_is_one_inside_and_falls_off_linearly_outside() -> None:
     assert nearness(datetime(2023, 8, 1, tzinfo=UTC), [june], before, after) == 0.0
     assert nearness(datetime(2023, 6, 15, tzinfo=UTC), [], before, after) == 0.0
     may = Span(datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC))
-    assert nearness(datetime(2023, 6, 3, tzinfo=UTC), [june, may], before, after) == 1.0  # the best span
+    assert nearness(datetime(2023, 6, 3, tzinfo=UTC), [may, june], before, after) == 1.0  # the best span
+    july = Span(datetime(2023, 7, 3, tzinfo=UTC), datetime(2023, 7, 4, tzinfo=UTC))
+    # 1.5 days past June's end (0.85 of the way back) beats half a day before July 3rd (0.75)
+    assert nearness(datetime(2023, 7, 2, 12, tzinfo=UTC), [june, july], before, after) == pytest.approx(0.85)
+    assert nearness(datetime(2023, 7, 2, 12, tzinfo=UTC), [july], before, after) == pytest.approx(0.75)
     assert nearness(datetime(2023, 7, 1, tzinfo=UTC), [june], timedelta(0), timedelta(0)) == 0.0

@@ -27,21 +27,29 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 __all__ = ["Span", "nearness", "spans"]
 
 DAY = timedelta(days=1)
+ZERO = timedelta(0)
 
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """[start, end) in UTC."""
+    """[start, end) in UTC (and as POSIX seconds, for `nearness`)."""
 
     start: datetime
     end: datetime
+    first: float = field(init=False, repr=False, compare=False)
+    last: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "first", self.start.timestamp())
+        object.__setattr__(self, "last", self.end.timestamp())
 
 
 MONTHS = {
@@ -121,8 +129,8 @@ _UNIT_DAYS = {"day": 1, "日": 1, "week": 7, "週間": 7, "週": 7, "month": 30,
 
 def spans(query: str, now: datetime, years: int = 1) -> tuple[Span, ...]:
     """The spans of time `query` names, read against `now` (aware; naive is taken as UTC), in
-    the order they appear; () when it names none. A date written without its year names its
-    latest `years` occurrences begun by `now` (1: only the latest)."""
+    time order, overlapping or touching ones merged; () when it names none. A date written
+    without its year names its latest `years` occurrences begun by `now` (1: only the latest)."""
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
     text = unicodedata.normalize("NFKC", query)
     found: list[tuple[int, Span]] = []
@@ -155,24 +163,40 @@ def spans(query: str, now: datetime, years: int = 1) -> tuple[Span, ...]:
         add(match, _relative(" ".join(match[1].lower().split()), now))
     for match in _JA_RELATIVE.finditer(text):
         add(match, _relative(match[0], now))
-    return tuple(span for _, span in sorted(found, key=lambda f: f[0]))
+    return _merged(span for _, span in found)
 
 
 def nearness(moment: datetime, found: Sequence[Span], before: timedelta, after: timedelta) -> float:
-    """How well `moment` (a memory's date) matches the best of `found`: 1 inside a span, falling
-    linearly to 0 at `before` ahead of its start and `after` past its end (a memory is often
-    written a while after what it tells); 0 with no span."""
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+    """How well `moment` (a memory's date) matches the best of `found` (disjoint spans in time
+    order, as `spans` returns them): 1 inside a span, falling linearly to 0 at `before` ahead
+    of its start and `after` past its end (a memory is often written a while after what it
+    tells); 0 with no span."""
+    at = (moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment).timestamp()
+    # `spans` gives disjoint spans in time order: only the last begun by `at` and the next count
+    i = bisect_right(found, at, key=lambda span: span.first)
     best = 0.0
-    for span in found:
-        if moment < span.start:
-            gap = (span.start - moment) / before if before > timedelta(0) else 1.0
-        elif moment >= span.end:
-            gap = (moment - span.end) / after if after > timedelta(0) else 1.0
+    for span in found[max(0, i - 1) : i + 1]:
+        if at < span.first:
+            near = 1.0 - (span.first - at) / before.total_seconds() if before > ZERO else 0.0
+        elif at >= span.last:
+            near = 1.0 - (at - span.last) / after.total_seconds() if after > ZERO else 0.0
         else:
             return 1.0
-        best = max(best, 1.0 - min(1.0, gap))
+        best = max(best, near)
     return best
+
+
+
+def _merged(found: Iterable[Span]) -> tuple[Span, ...]:
+    """`found` in time order, overlapping or touching spans joined into one."""
+    out: list[Span] = []
+    for span in sorted(found, key=lambda s: (s.start, s.end)):
+        if out and span.start <= out[-1].end:
+            if span.end > out[-1].end:
+                out[-1] = Span(out[-1].start, span.end)
+        else:
+            out.append(span)
+    return tuple(out)
 
 
 # -- the spans --------------------------------------------------------------------------------
