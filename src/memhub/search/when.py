@@ -186,7 +186,6 @@ def nearness(moment: datetime, found: Sequence[Span], before: timedelta, after: 
     return best
 
 
-
 def _merged(found: Iterable[Span]) -> tuple[Span, ...]:
     """`found` in time order, overlapping or touching spans joined into one."""
     out: list[Span] = []
