@@ -7,8 +7,8 @@ A span is [start, end) in UTC. What is read:
 - absolute dates: a month name with a day and/or a year ("May 3, 2023", "3rd May 2023",
   "October 2023"), a month alone after a word of time ("in June", "during March"), a year
   after one ("in 2022"), ISO dates (2023-05-03, 2023/5/3), 2023年5月3日, 2023年5月, 5月3日,
-  5月 (not 5月間), 2023年 (not 2023年前/間); a date without its year is the latest one not
-  after `now` (June asked in March 2024 is June 2023);
+  5月 (not 5月間), 2023年 (not 2023年前/間); a date without its year is its latest
+  `years` occurrences begun by `now` (years=1: June asked in March 2024 is June 2023);
   a season with a year or after a word of time ("summer 2021", "in the fall": March,
   June, September or December and the two months after);
 - relative ones, against `now`: today, yesterday, the day before yesterday, this/last
@@ -16,11 +16,13 @@ A span is [start, end) in UTC. What is read:
   that moment), 今日 昨日 一昨日 先週 今週 先月 今月 去年 昨年 今年 一昨年, N日前 N週間前 Nか月前
   N年前.
 
-Ambiguous words are read as time only where nothing else fits: a month name ("may",
-"march", "june", "august" are words and names too) counts only with a day or a year beside
-it or after a word of time (in, on, during, since, until, by, of, early, late, …), so
-"How big may a change be?" names no time; 前日 ("the day before" something) and 先日 ("the
-other day") name none either.
+Ambiguous words are read as time only where nothing else fits: a month name ("june",
+"august" are names too) counts only with a day or a year beside it or after a word of time
+(in, on, during, since, until, by, of, early, late, …); "may" and "march", verbs too, only
+dated or after a word that can only lead a time (in, during, since, until, early, late, …;
+capitalised, also after this/last/next), so "How big may a change be?" and "this may be"
+name no time; 前日 ("the day before" something) and 先日 ("the other day") name none either.
+Spans are returned merged and in time order.
 """
 
 from __future__ import annotations
