@@ -13,8 +13,11 @@ What it does (see bench/quality/README.md for what the numbers mean):
    would: each LoCoMo session in a memhub session of its own (`user(action="create_session")`,
    so each turn is temporally linked to the one before it), the ja set in one. LoCoMo
    turns become `"[{session date}] {speaker}: {text}"`, plus `" [image: {caption}]"` when the
-   turn shared a picture. The vectors come from the container's background backfill, as in
-   `memhub serve`; the run waits until it has caught up and checks every memory got one.
+   turn shared a picture. A LoCoMo memory's `created_at` is then set to its session's date
+   and time (plus one second per turn) in the run's own database: the MCP tools cannot set
+   it, and an agent storing a conversation as it happens would get those dates. The vectors
+   come from the container's background backfill, as in `memhub serve`; the run waits until
+   it has caught up and checks every memory got one.
 3. Asks every question two ways:
    a. production: `memory(action="search", include_domains=["project"], project_id=...,
       limit=10, threshold=0)` through the MCP client (what an agent gets);
@@ -63,6 +66,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +77,7 @@ import anyio
 from mcp import Client
 
 from memhub.cli.container import Container, build_container
+from memhub.core.clock import isoformat
 from memhub.core.ids import MEM, PROJ
 from memhub.core.models import Viewer
 from memhub.core.settings import Settings
@@ -119,6 +124,7 @@ class Corpus:
     memories: list[tuple[str, str]] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
     dropped: int = 0  # questions left with no usable evidence
+    created: dict[str, str] = field(default_factory=dict)  # memory key -> its created_at (LoCoMo)
 
     def sessions(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """The memories by the session an agent would have stored them in, in order: a LoCoMo
@@ -158,6 +164,17 @@ def turn_text(date: str, turn: Mapping[str, Any]) -> str:
     return f"{text} [image: {caption}]" if caption else text
 
 
+SESSION_TIME = "%I:%M %p on %d %B, %Y"  # LoCoMo's session_N_date_time: "1:56 pm on 8 May, 2023"
+
+
+def session_time(text: str) -> datetime | None:
+    """A LoCoMo session's date and time (UTC), None when it is missing or unreadable."""
+    try:
+        return datetime.strptime(text.strip(), SESSION_TIME).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
 def load_locomo(path: Path, limit: int | None) -> list[Corpus]:
     data = json.loads(path.read_text(encoding="utf-8"))
     corpora: list[Corpus] = []
@@ -172,6 +189,11 @@ def load_locomo(path: Path, limit: int | None) -> list[Corpus]:
         for number, key in sessions:
             date = conversation.get(f"session_{number}_date_time", "")
             corpus.memories.extend((turn["dia_id"], turn_text(date, turn)) for turn in conversation[key])
+            if (moment := session_time(date)) is not None:  # turns a second apart, in order
+                corpus.created.update(
+                    (turn["dia_id"], isoformat(moment + timedelta(seconds=i)))
+                    for i, turn in enumerate(conversation[key])
+                )
         turns = {key for key, _ in corpus.memories}
         for qa in sample["qa"]:
             gold = normalize_evidence(qa.get("evidence", []), turns)
@@ -475,6 +497,7 @@ async def _run(
                     if stored % 500 == 0:
                         log(f"  stored {stored}/{total} ({time.perf_counter() - started:.0f}s)")
             keys.append(by_key)
+            _date_memories(container, {by_key[k]: when for k, when in corpus.created.items() if k in by_key})
         seconds["store"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()
         if runtime.backfill is not None:
@@ -566,6 +589,21 @@ async def _run(
     if details:
         report["details"] = asked
     return report
+
+
+def _date_memories(container: Container, created: Mapping[int, str]) -> None:
+    """Sets the memories' `created_at` in the run's database (LoCoMo: their session's date).
+
+    The bench's own shortcut: `memory(action="store")` stamps the time of storing and no tool
+    sets it (the seeds' contract), so the column is written directly, after the temporal links
+    were made from the real storing order. Items' timestamps are ISO text in both backends."""
+    if not created:
+        return
+    with container.runtime.store.transaction(write=True) as tx:
+        p = tx.dialect.param  # type: ignore[attr-defined]  # both backends' SQL transactions
+        tx.conn.cursor().executemany(  # type: ignore[attr-defined]
+            f"UPDATE items SET created_at = {p} WHERE id = {p}", [(when, i) for i, when in created.items()]
+        )
 
 
 def _check_vectors(container: Container, items: list[int]) -> int:

@@ -243,13 +243,14 @@ def test_query_briefs_carry_the_ranking_columns(store: Store, catalog: Catalog) 
     assert set(briefs) == set(rows)
     for item_id, brief in briefs.items():
         row = rows[item_id]
-        assert (brief.scope, brief.project_id, brief.session_id, brief.importance, brief.access_count) == (
-            row.scope,
-            row.project_id,
-            row.session_id,
-            row.importance,
-            row.access_count,
-        )
+        assert (
+            brief.scope,
+            brief.project_id,
+            brief.session_id,
+            brief.importance,
+            brief.access_count,
+            brief.created_at,
+        ) == (row.scope, row.project_id, row.session_id, row.importance, row.access_count, row.created_at)
     assert briefs[catalog.ids["sess"]].access_count == 2
 
 

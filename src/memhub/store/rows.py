@@ -94,6 +94,7 @@ class ItemBrief:
     session_id: str | None
     importance: float
     access_count: int
+    created_at: str
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.ids import MEM, PROJ
 from memhub.core.models import Kind, Viewer
-from memhub.search import calibration, context, diversity
+from memhub.search import calibration, context, diversity, when
 from memhub.search.explain import Explanation
 from memhub.search.pipeline import Candidates
 from memhub.services import access
@@ -38,6 +39,15 @@ CONTEXT_SHARE = 0.2  # of the best neighbour's relevance a memory borrows (searc
 DIVERSITY = 0.1 / (1 + CONTEXT_SHARE)
 DIVERSITY_POOL = 20
 NORM_BATCH = 32  # texts read at once when a relevance needs one (a search reads ~40 of ~150)
+# time in the query (search/when.py): a memory created in (or near) a span the query names
+# ("in June", "May 3, 2023", "last week", 「先週」) is weighted 1 + TIME_BOOST against 1 for
+# the others (falling off TIME_BEFORE ahead of the span and TIME_AFTER past it: a memory
+# tells what happened a while before), rescaled by 1 + TIME_BOOST so scores stay in [0, 1];
+# a date without its year names its last TIME_YEARS occurrences
+TIME_BOOST = 0.3
+TIME_BEFORE = timedelta(days=1)
+TIME_AFTER = timedelta(days=7)
+TIME_YEARS = 20
 MAX_TOTAL = 1_000  # filter searches count matches up to this
 PENDING_NOTE = "vectors of memories stored just now are still being computed; search again in a moment"
 
@@ -137,7 +147,15 @@ async def ranked(
         def relevance(item: int) -> float:
             return ranking.mix(parts[item], alpha, coverage_of(item))
 
-        kept = {b.id: ranking.score(1.0, b.importance, b.access_count) for b in briefs if passes[b.id]}
+        found_time = when.spans(query, parse_iso(tx.now), TIME_YEARS)
+        timely = (
+            {b.id: _timely(found_time, b.created_at) for b in briefs if passes[b.id]} if found_time else {}
+        )
+        kept = {
+            b.id: ranking.score(1.0, b.importance, b.access_count) * timely.get(b.id, 1.0)
+            for b in briefs
+            if passes[b.id]
+        }
         # relevance lies between its value at coverage 0 and 1: coverage is read only where
         # the first results (or the contenders for them) depend on it (context.Bounded)
         high.update((i, ranking.mix(part, alpha)) for i, part in parts.items())
@@ -169,6 +187,8 @@ async def ranked(
                 _explain_hit(
                     explain, brief, sim, coverage, sides, rels[brief.id], lent[brief.id], scored[-1][0]
                 )
+                if found_time:
+                    explain.factors[brief.id]["time"] = timely[brief.id]
         if explain is not None:
             explain.stage = "assoc"
             explain.count("outside the searched domains or projects", len(by_id) - len(briefs))
@@ -192,6 +212,12 @@ async def ranked(
         k_vec=CANDIDATES, k_final=CANDIDATES, alpha=ALPHA, explain=explain,
     )  # fmt: skip
     return memories, total, note
+
+
+def _timely(found: Sequence[when.Span], created_at: str) -> float:
+    """The time weight of a memory created at `created_at` for a query naming `found`."""
+    near = when.nearness(parse_iso(created_at), found, TIME_BEFORE, TIME_AFTER)
+    return (1.0 + TIME_BOOST * near) / (1.0 + TIME_BOOST)
 
 
 def _diverse(

@@ -197,12 +197,18 @@ class ItemsMixin:
     def query_briefs(self, viewer: Viewer, query: ItemQuery) -> list[ItemBrief]:
         where, args = self._where(viewer, query)
         sql = (
-            "SELECT i.id, i.scope, i.project_id, i.session_id, i.importance, i.access_count"
+            "SELECT i.id, i.scope, i.project_id, i.session_id, i.importance, i.access_count, i.created_at"
             f" FROM {self._items(query)} WHERE {where} LIMIT {self.dialect.param}"
         )
         return [
             ItemBrief(
-                r["id"], r["scope"], r["project_id"], r["session_id"], r["importance"], r["access_count"]
+                r["id"],
+                r["scope"],
+                r["project_id"],
+                r["session_id"],
+                r["importance"],
+                r["access_count"],
+                r["created_at"],
             )
             for r in self.conn.execute(sql, [*args, query.limit])
         ]
