@@ -151,6 +151,10 @@ class SqliteStore(BucketsMixin):
                 " damaged, or not a memhub store (run `memhub doctor`)",
             )
         encryption.check_key(self._conn, self.cipher)
+        # the checks above scan the file (check_key's probes read every item when none match,
+        # `check` the whole file): give back the pages they left in the writer's cache, which
+        # would otherwise hold WRITER_CACHE_KIB of them for the life of the process
+        self._conn.execute("PRAGMA shrink_memory")
 
     def _connect(self, *, read: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(
