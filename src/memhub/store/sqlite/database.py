@@ -49,7 +49,8 @@ WRITER_CACHE_KIB = 32_000
 # connection has committed since the reader's last transaction). Each thread that reads keeps
 # its own, so the process holds up to this many KiB per such thread (five in a 100k server):
 # 4 MB, not 16: a 100k search fetches ~12k pages and misses ~1,160 of them instead of ~1,010
-# (~1 % of its CPU), for ~12 MiB less per reader (docs/benchmarks.md, "SQLite's caches").
+# (~1 % of its CPU), for ~12 MiB less per reader (docs/benchmarks.md, "100k server memory:
+# SQLite's caches and the e5 file's pages").
 READER_CACHE_KIB = 4_000
 _EXCLUDABLE = {  # base.BACKUP_PARTS, removed from a backup copy
     "memories": "DELETE FROM items WHERE kind = 'memory'",
