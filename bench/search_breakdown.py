@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import ctypes
 import json
 import pstats
 import random
@@ -178,10 +179,32 @@ class _ThreadProfiles:
         return call
 
 
-def _rss() -> str:
+def _sqlite_heap_mib() -> float | None:
+    """SQLite's own heap in this process (sqlite3_status64 MEMORY_USED: page caches, schemas,
+    statements of every connection), or None where the library cannot be reached."""
+    try:
+        lib = ctypes.CDLL("libsqlite3.so.0")
+    except OSError:
+        return None
+    current, highest = ctypes.c_int64(), ctypes.c_int64()
+    if lib.sqlite3_status64(0, ctypes.byref(current), ctypes.byref(highest), 0) != 0:
+        return None
+    return current.value / 2**20
+
+
+def _rss(store: Any = None) -> str:
     status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
-    rss, peak = (int(status[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM"))
-    return f"{rss:7.1f} MiB (peak {peak:7.1f})"
+    rss, peak, anon, file = (
+        int(status[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM", "RssAnon", "RssFile")
+    )
+    line = f"{rss:7.1f} MiB (peak {peak:7.1f}; anon {anon:6.1f}, file {file:5.1f}"
+    sqlite_heap = _sqlite_heap_mib()
+    if sqlite_heap is not None:
+        line += f"; SQLite heap {sqlite_heap:5.1f}"
+    readers = getattr(store, "_readers", None)
+    if isinstance(readers, list):
+        line += f", {len(readers)} readers"
+    return line + ")"
 
 
 async def _wait_for_backfill(client: Client) -> None:
@@ -192,25 +215,25 @@ async def _wait_for_backfill(client: Client) -> None:
         await anyio.sleep(0.1)
 
 
-async def _rss_steps(client: Client, rng: random.Random) -> None:
+async def _rss_steps(client: Client, rng: random.Random, store: Any) -> None:
     from corpus import texts
 
-    print(f"index loaded, model ready          {_rss()}")
+    print(f"index loaded, model ready          {_rss(store)}")
     search = {"action": "search", "threshold": 0.0}
     for n in (1, 9):
         for _ in range(n):
             await client.call_tool("memory", {**search, "query": rng.choice(QUERIES)})
-        print(f"+ {n} search(es)                     {_rss()}")
+        print(f"+ {n} search(es)                     {_rss(store)}")
     for text in texts(100, seed=99):
         await client.call_tool("memory", {"action": "store", "content": text, "domain": "user"})
-    print(f"+ 100 stores                        {_rss()}")
+    print(f"+ 100 stores                        {_rss(store)}")
     await _wait_for_backfill(client)
-    print(f"+ their backfill                    {_rss()}")
+    print(f"+ their backfill                    {_rss(store)}")
     for _ in range(300):
         await client.call_tool("memory", {**search, "query": rng.choice(QUERIES)})
-    print(f"+ 300 searches                      {_rss()}")
+    print(f"+ 300 searches                      {_rss(store)}")
     release_free_memory()  # what is left is held, not free heap glibc kept (core/memory.py)
-    print(f"+ malloc_trim                       {_rss()}")
+    print(f"+ malloc_trim                       {_rss(store)}")
 
 
 def _dump_queries(n: int = 200) -> list[str]:
@@ -267,7 +290,7 @@ async def measure(
             if dump is not None:
                 await _dump(client, dump)
             elif rss:
-                await _rss_steps(client, rng)
+                await _rss_steps(client, rng, runtime.store)
             else:
                 await _timed_searches(client, rng, queries, profile)
         group.cancel_scope.cancel()

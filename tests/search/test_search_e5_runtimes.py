@@ -218,3 +218,35 @@ def test_the_loaded_encoder_keeps_no_serialized_model() -> None:
     held = vars(embedder._model._session).values()
     assert not [value for value in held if isinstance(value, bytes) and len(value) > 1 << 20]
     assert np.array_equal(embedder.embed_queries(TEXTS[:2]), before)
+
+
+def _resident_kib(path: Path) -> int:
+    """This process's resident KiB of `path`'s mappings (/proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5 and ":" not in fields[0]:
+            inside = len(fields) >= 6 and fields[5] == str(path.resolve())
+        elif inside and fields[:1] == ["Rss:"]:
+            total += int(fields[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").is_file(), reason="needs /proc/self/smaps")
+def test_the_onnx_encoder_lets_go_of_the_weight_files_pages() -> None:
+    """The session copies the encoder's matrices: the file's pages are not kept resident once
+    it is built (only the word rows and positions read since come back), and the vectors are
+    the same whether the pages were just dropped or not."""
+    path = _weights_file()
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from memhub.search.embedders.e5_onnx import OnnxEncoder
+
+    weights = load_weights(path)
+    encoder = OnnxEncoder(weights)
+    tokenizer = weights.tokenizer
+    ids = [[tokenizer.bos, *tokenizer.content_ids("passage: " + text), tokenizer.eos] for text in TEXTS]
+    first = encoder.encode(ids)
+    assert _resident_kib(path) < 4096  # of a 68 MB file: ~20 MB of it stayed resident before
+    weights.release_pages()
+    assert np.array_equal(encoder.encode(ids), first)

@@ -5,6 +5,8 @@ in-process read waited 0.90 s behind a 1 s write."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -139,3 +141,39 @@ def test_close_closes_every_connection_and_ended_threads_release_theirs(tmp_path
             reader.submit(bodies, store).result(DEADLINE_S)  # a thread that had a reader
     with pytest.raises(MemhubError):
         in_other_thread(lambda: bodies(store))  # a thread that never read
+
+
+def _sqlite_heap_bytes() -> int | None:
+    """SQLite's own heap in this process (sqlite3_status64 MEMORY_USED), or None."""
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
+    except OSError:
+        return None
+    current, highest = ctypes.c_int64(), ctypes.c_int64()
+    if lib.sqlite3_status64(0, ctypes.byref(current), ctypes.byref(highest), 0) != 0:
+        return None
+    return current.value
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_opening_a_store_keeps_none_of_the_pages_its_checks_read(tmp_path: Path, check: bool) -> None:
+    """The start-up checks read the file (the key probes scan every item of a plain store,
+    `check` the whole file); the writer's cache does not keep those pages afterwards."""
+    if _sqlite_heap_bytes() is None:
+        pytest.skip("SQLite's memory status is not reachable through ctypes here")
+    path = tmp_path / "memhub.db"
+    store = open_store(path, clock=TickClock())
+    with store.transaction(write=True) as tx:
+        for n in range(4000):
+            tx.insert_item(NewItem(kind="memory", owner="alice", scope="global", body=f"{n} " + "x" * 1000))
+    store.close()
+    before = _sqlite_heap_bytes()
+    reopened = open_store(path, clock=TickClock(), check=check)
+    try:
+        after = _sqlite_heap_bytes()
+        assert before is not None and after is not None
+        # the schema and a few statements: well under the 4 MB of items the checks read
+        assert after - before < 1_000_000
+        assert len(bodies(reopened)) == 100  # and the store reads as before (a page of 100)
+    finally:
+        reopened.close()

