@@ -105,6 +105,18 @@ def test_japanese_expressions(query: str, expected: list[tuple[str, str]]) -> No
         "3ヶ月間の計画",  # a duration
         "月曜日の定例",
         "listen on port 8080 until 17",
+        # numbers and short forms that are not dates
+        "step 2 may fail",
+        "2 may be enough",
+        "convert hex to dec",
+        "use chmod in oct",
+        "split on sep",
+        "notes written by Jan",
+        "a budget of 2023 dollars",
+        "about 2000 users",
+        "timeout to 2000",
+        "limit to 2048 tokens",  # after now: no memory can be in it
+        "in 2030",
     ],
 )
 def test_queries_that_name_no_time(query: str) -> None:
@@ -134,6 +146,28 @@ def test_impossible_dates_name_nothing() -> None:
     assert days("on February 30, 2023") == []
     assert days("2023年13月") == []
     assert days("1000 years ago") == []
+    assert days("0月") == [] and days("2月30日") == [] and days("0 days ago") == []
+
+
+def test_a_clock_at_the_end_of_time_or_a_wall_of_digits_names_nothing() -> None:
+    """No user input raises: dates past datetime's range name none, and a long run of digits
+    is read in linear time (the numbers of "N days ago" have at most three digits)."""
+    end = datetime(9999, 12, 31, tzinfo=UTC)
+    for query in ("in the winter", "last month", "next week", "昨日", "in December", "1 year ago"):
+        spans(query, end)
+        spans(query, datetime(1, 1, 1, tzinfo=UTC))
+    assert spans("9" * 5000 + " days ago", NOW) == ()
+    assert spans("\u2473" * 2000 + "日前", NOW) == ()  # NFKC: "20" two thousand times
+    assert days("12 days ago") == [("2023-12-22", "2023-12-24")]
+    assert days("12日前") == [("2023-12-22", "2023-12-24")]
+
+
+def test_short_forms_and_may_after_a_number_are_dates_only_when_dated() -> None:
+    assert days("Dec 3, 2023") == [("2023-12-03", "2023-12-04")]
+    assert days("in Oct 2023") == [("2023-10-01", "2023-11-01")]
+    assert days("2nd May 2023") == [("2023-05-02", "2023-05-03")]
+    assert days("the 2nd of May") == [("2023-05-02", "2023-05-03")]
+    assert days("2 May 2023") == [("2023-05-02", "2023-05-03")]
 
 
 def test_nearness_is_one_inside_and_falls_off_linearly_outside() -> None:

@@ -5,10 +5,12 @@ memory's date is to them. Pure functions, English and Japanese; no expression, n
 A span is [start, end) in UTC. What is read:
 
 - absolute dates: a month name with a day and/or a year ("May 3, 2023", "3rd May 2023",
-  "October 2023"), a month alone after a word of time ("in June", "during March"), a year
-  after one ("in 2022"), ISO dates (2023-05-03, 2023/5/3), 2023年5月3日, 2023年5月, 5月3日,
-  5月 (not 5月間), 2023年 (not 2023年前/間); a date without its year is its latest
-  `years` occurrences begun by `now` (years=1: June asked in March 2024 is June 2023);
+  "October 2023"), a month alone after a word of time ("in June", "during March"; the short
+  forms dec, oct, sep, jan only dated), a year after a word that leads a time, not a
+  quantity ("in 2022", "since 2020"; not "about 2000 users"), ISO dates (2023-05-03,
+  2023/5/3), 2023年5月3日, 2023年5月, 5月3日, 5月 (not 5月間), 2023年 (not 2023年前/間);
+  a date without its year is its latest `years` occurrences begun by `now` (years=1: June
+  asked in March 2024 is June 2023);
   a season with a year or after a word of time ("summer 2021", "in the fall": March,
   June, September or December and the two months after);
 - relative ones, against `now`: today, yesterday, the day before yesterday, this/last
@@ -75,6 +77,9 @@ MONTHS = {
     )
     for name in names
 }
+# short forms that are other words as often ("dec"imal, "oct"al, "sep"arator, "Jan" the name):
+# months only with a day or a year ("Dec 3", "Oct 2023")
+DATED_ONLY = frozenset(("dec", "oct", "sep", "sept", "jan"))
 # words after which a bare month or year is a time ("in June", "during 2022", "early May")
 LEAD = (
     "in|on|during|since|until|till|by|of|from|to|through|before|after|between|and|or|"
@@ -103,7 +108,12 @@ _EN_SEASON = re.compile(
     rf"(?P<season>spring|summer|autumn|fall|winter)(?:\s+of)?(?:,?\s+{_YEAR.format('year')})?\b",
     re.IGNORECASE,
 )
-_EN_YEAR = re.compile(rf"\b(?:{LEAD})\s+(?:the\s+year\s+)?{_YEAR.format('year')}\b(?![-/])", re.IGNORECASE)
+# a bare year only after a word that leads a time, not a quantity ("about 2000 users",
+# "a budget of 2023 dollars", "timeout to 2000" name none)
+YEAR_LEAD = "in|during|since|until|till|throughout|from|through|between|before|after|early|late|mid|year"
+_EN_YEAR = re.compile(
+    rf"\b(?:{YEAR_LEAD})\s+(?:the\s+year\s+)?{_YEAR.format('year')}\b(?![-/])", re.IGNORECASE
+)
 _ISO = re.compile(r"(?<!\d)((?:19|20)\d\d)[-/](\d{1,2})[-/](\d{1,2})(?!\d)")
 _JA_DATE = re.compile(r"(?<!\d)(?:((?:19|20)\d\d)年)?(?:(\d{1,2})月(?!間|曜)(?:(\d{1,2})日(?!間))?)")
 _JA_YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)年(?!前|間|後|\d{1,2}月)")
@@ -113,11 +123,13 @@ _NUMBER = {
     "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10, "数": 3,
 }  # fmt: skip
 _EN_AGO = re.compile(
-    r"\b(\d+|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+    r"\b(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
     r"\s+(day|week|month|year)s?\s+ago\b",
     re.IGNORECASE,
 )
-_JA_AGO = re.compile(r"(\d+|[一二三四五六七八九十数])\s*(日|週間|週|か月|ヶ月|カ月|ケ月|箇月|ヵ月|年)前")
+_JA_AGO = re.compile(
+    r"(?<!\d)(\d{1,3}|[一二三四五六七八九十数])\s*(日|週間|週|か月|ヶ月|カ月|ケ月|箇月|ヵ月|年)前"
+)
 _EN_RELATIVE = re.compile(
     r"\b(today|tonight|yesterday|the day before yesterday|last night|"
     r"(?:this|last|past|previous)\s+(?:week|weekend|month|year))\b",
@@ -132,9 +144,17 @@ _UNIT_DAYS = {"day": 1, "日": 1, "week": 7, "週間": 7, "週": 7, "month": 30,
 def spans(query: str, now: datetime, years: int = 1) -> tuple[Span, ...]:
     """The spans of time `query` names, read against `now` (aware; naive is taken as UTC), in
     time order, overlapping or touching ones merged; () when it names none. A date written
-    without its year names its latest `years` occurrences begun by `now` (1: only the latest)."""
+    without its year names its latest `years` occurrences begun by `now` (1: only the latest).
+    A span that begins after `now` is dropped: no memory can be in it ("limit to 2048 tokens")."""
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    text = unicodedata.normalize("NFKC", query)
+    try:
+        found = _read(unicodedata.normalize("NFKC", query), now, years)
+    except (OverflowError, ValueError):  # a date beyond datetime's years 1-9999 names none
+        return ()
+    return tuple(span for span in found if span.start <= now)  # nothing is stored in the future
+
+
+def _read(text: str, now: datetime, years: int) -> tuple[Span, ...]:
     found: list[tuple[int, Span]] = []
     taken: list[tuple[int, int]] = []
 
@@ -206,6 +226,13 @@ def _merged(found: Iterable[Span]) -> tuple[Span, ...]:
 def _english(match: re.Match[str], now: datetime, years: int) -> tuple[Span, ...]:
     day, year, lead = match["d1"] or match["d2"], match["year"], (match["lead"] or "").lower()
     word = match["month"]
+    name = word.lower().rstrip(".")
+    if name in DATED_ONLY and not (day or year):
+        return ()  # "values in dec", "chmod in oct", "split on sep", "written by Jan"
+    if name in AMBIGUOUS and match["d1"] and not year:
+        between = match.string[match.end("d1") : match.start("month")].lower()
+        if not (between.startswith(("st", "nd", "rd", "th")) or "of" in between.split()):
+            return ()  # "step 2 may fail": a number before a verb; "2nd May", "2 of March" are dates
     if not (day or year):
         if not lead:
             return ()  # a bare month name: a word or a name as often as a month
