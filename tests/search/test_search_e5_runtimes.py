@@ -247,12 +247,18 @@ def test_the_onnx_encoder_lets_go_of_the_weight_files_pages() -> None:
     from memhub.search.embedders.e5_onnx import OnnxEncoder
 
     weights = load_weights(path)
+    assert weights.mapping is not None
+    whole = np.frombuffer(weights.mapping, dtype=np.uint8)
+    start, size = whole.ctypes.data, len(weights.mapping)
+    assert int(whole[::4096].sum()) >= 0  # every page of the file read: all of it resident
+    touched = _resident_kib(path, start, size)
     encoder = OnnxEncoder(weights)
     tokenizer = weights.tokenizer
     ids = [[tokenizer.bos, *tokenizer.content_ids("passage: " + text), tokenizer.eos] for text in TEXTS]
     first = encoder.encode(ids)
-    assert weights.mapping is not None
-    start = np.frombuffer(weights.mapping, dtype=np.uint8).ctypes.data
-    assert 0 < _resident_kib(path, start, len(weights.mapping)) < 4096  # ~20 MB stayed before
+    # what comes back is the word rows and positions read since, and the kernel's read-around
+    # of them (a few MB): not the file (kept whole before, ~20 MB of it without the reads above)
+    assert touched > size // 1024 // 2
+    assert _resident_kib(path, start, size) < size // 1024 // 4
     weights.release_pages()
     assert np.array_equal(encoder.encode(ids), first)
