@@ -238,9 +238,9 @@ def _resident_kib(path: Path, start: int, size: int) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").is_file(), reason="needs /proc/self/smaps")
 def test_the_onnx_encoder_lets_go_of_the_weight_files_pages() -> None:
-    """The session copies the encoder's matrices: the file's pages are not kept resident once
-    it is built (only the word rows and positions read since come back), and the vectors are
-    the same whether the pages were just dropped or not."""
+    """The session copies the encoder's matrices: once it is built, the file's pages are no
+    longer resident in this process (the word rows and positions read afterwards come back as
+    they are touched), and the vectors are the same whether the pages were just dropped or not."""
     path = _weights_file()
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
@@ -251,14 +251,13 @@ def test_the_onnx_encoder_lets_go_of_the_weight_files_pages() -> None:
     whole = np.frombuffer(weights.mapping, dtype=np.uint8)
     start, size = whole.ctypes.data, len(weights.mapping)
     assert int(whole[::4096].sum()) >= 0  # every page of the file read: all of it resident
-    touched = _resident_kib(path, start, size)
+    assert _resident_kib(path, start, size) > size // 1024 // 2
     encoder = OnnxEncoder(weights)
+    # measured before any encode: how much an encode maps again depends on the kernel (its
+    # fault-around and the page cache's folio sizes: 6.6 to 20 MB seen for the same texts)
+    assert _resident_kib(path, start, size) < size // 1024 // 16
     tokenizer = weights.tokenizer
     ids = [[tokenizer.bos, *tokenizer.content_ids("passage: " + text), tokenizer.eos] for text in TEXTS]
     first = encoder.encode(ids)
-    # what comes back is the word rows and positions read since, and the kernel's read-around
-    # of them (a few MB): not the file (kept whole before, ~20 MB of it without the reads above)
-    assert touched > size // 1024 // 2
-    assert _resident_kib(path, start, size) < size // 1024 // 4
     weights.release_pages()
     assert np.array_equal(encoder.encode(ids), first)

@@ -84,6 +84,42 @@ async def test_a_backup_that_fails_verification_is_not_kept(
 
 
 @sqlite_only("backups")
+async def test_two_servers_take_todays_backup_of_one_store_at_once(tmp_path: Path, backend: Backend) -> None:
+    """Replicas on one SQLite file both find today's backup owed at start: each writes its own
+    partial file (one shared file made SQLite's copy fail and stopped a server), both finish,
+    and one verified backup is left, with no partial files beside it."""
+    containers = [
+        build_container(make_settings(tmp_path, backend, toolsets=("discussion",))) for _ in range(2)
+    ]
+    try:
+        async with Client(containers[0].server) as client:
+            for i in range(50):
+                await ok(client, "add-project", name=f"p{i}")
+        dailies = []
+        for container in containers:
+            container.runtime.clock = MovableClock(datetime(2026, 3, 1, 5, 0, tzinfo=UTC))
+            dailies.append(DailyBackups(container.runtime, "03:00", keep=3))
+        backup = tmp_path / "backups" / "memhub-daily-20260301.db"
+        store = containers[0].runtime.store
+        for _ in range(5):
+            taken: list[Path | None] = []
+
+            async def take(daily: DailyBackups, into: list[Path | None]) -> None:
+                into.append(await daily.take_if_due())
+
+            async with anyio.create_task_group() as tg:
+                for daily in dailies:
+                    tg.start_soon(take, daily, taken)
+            assert any(taken)
+            assert sorted(p.name for p in backup.parent.iterdir()) == [backup.name]
+            assert not store.verify_backup(backup)
+            backup.unlink()
+    finally:
+        for container in containers:
+            container.close()
+
+
+@sqlite_only("backups")
 async def test_serve_takes_no_daily_backup_when_the_time_is_empty(tmp_path: Path) -> None:
     """`MEMHUB_BACKUP_TIME=` (set, empty) turns the daily backup off; `00:00` (always past) is the
     control: that server writes today's backup at start."""

@@ -7,6 +7,8 @@ of its optional protocols (store/base.py); a store without one says so clearly.
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -169,13 +171,16 @@ async def backup(
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise invalid(f"cannot create the folder of {name}: {exc.strerror}") from None
-    partial_file = path.with_name(path.name + ".partial")
+    # this call's own partial file: two servers on one store (replicas) may take today's daily
+    # backup at the same moment, and must not write into one file
+    partial_file = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     try:
         await runtime.in_thread(lambda: store.backup_to(partial_file, exclude))
         partial_file.replace(path)
     except OSError as exc:
-        partial_file.unlink(missing_ok=True)
         raise MemhubError(ErrorKind.STORAGE, f"backup failed: {exc.strerror}") from None
+    finally:
+        partial_file.unlink(missing_ok=True)
     return {"path": str(path), "bytes": path.stat().st_size, "excluded": sorted(exclude)}
 
 

@@ -351,14 +351,22 @@ class SqliteStore(BucketsMixin):
         unknown = set(exclude) - set(_EXCLUDABLE)
         if unknown:
             raise ValueError(f"cannot leave out {sorted(unknown)}")
-        destination = sqlite3.connect(target)
+        try:
+            destination = sqlite3.connect(target)
+        except sqlite3.Error as exc:
+            raise _backup_error(exc) from exc
         try:
             self._reader().backup(destination)  # one step: one read snapshot, writers go on
+            # the copy is one self-contained file: in WAL mode (the live store's) every read-only
+            # open of it (verify, restore) would leave a -wal and a -shm file beside it
+            destination.execute("PRAGMA journal_mode = DELETE")
             if exclude:
                 destination.execute("PRAGMA foreign_keys = ON")
                 with destination:
                     for part in exclude:
                         destination.execute(_EXCLUDABLE[part])
+        except sqlite3.Error as exc:  # the copy's file (disk full, a folder that went away…)
+            raise _backup_error(exc) from exc
         finally:
             destination.close()
 
@@ -453,6 +461,11 @@ def _in_transaction(conn: sqlite3.Connection) -> bool:
 def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         conn.execute("ROLLBACK")
+
+
+def _backup_error(exc: sqlite3.Error) -> MemhubError:
+    log.error("sqlite error while writing a backup: %s", exc)
+    return MemhubError(ErrorKind.STORAGE, "backup failed: the copy could not be written")
 
 
 def _storage_error(exc: sqlite3.Error) -> MemhubError:
