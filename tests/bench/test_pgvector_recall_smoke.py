@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.usefixtures("backend")  # a PostgreSQL-pass test (tests/conftest.py)
 def test_recall_and_latency_are_reported(tmp_path: Path) -> None:
     report, output = run_bench_script(
         tmp_path, REPO / "bench" / "pgvector_recall.py",

@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import MEMHUB, REPO
 from tests.store.backends import selected
 
@@ -39,6 +41,7 @@ def _ok(home: Path, *args: str, **env: str) -> str:
     return done.stdout
 
 
+@pytest.mark.usefixtures("backend")  # memhub() runs on the backend under test
 def test_decisions_by_a_person(tmp_path: Path) -> None:
     add = ["decision", "add", "--title", "Use MySQL", "--target", "database_policy"]
     first = json.loads(_ok(tmp_path, *add, "--rationale", "the team knows it", "--consequence", "no DBA"))
@@ -75,6 +78,7 @@ def test_decisions_by_a_person(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "dec_99 does not exist" in missing.stderr
 
 
+@pytest.mark.usefixtures("backend")
 def test_reflect_and_review_proposals(tmp_path: Path) -> None:
     for title, target, why in (
         ("Use MySQL", "database_policy", "the team knows it"),
