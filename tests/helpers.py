@@ -12,6 +12,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,13 @@ def run_bench_script(tmp_path: Path, script: Path, *args: str) -> tuple[dict[str
     assert done.returncode == 0, done.stderr[-3000:]
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return report, done.stdout + done.stderr
+
+
+class FixedClock:
+    """A clock that reads `at` until a test moves it (the runtime's `clock`): no sleeps."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at

@@ -16,24 +16,16 @@ from memhub.cli.container import build_container
 from memhub.services import ops
 from memhub.services.backups import DailyBackups, list_backups
 from tests.conftest import make_settings
-from tests.helpers import MEMHUB, http_server, ok, stdio_params
+from tests.helpers import MEMHUB, FixedClock, http_server, ok, stdio_params
 from tests.store.backends import Backend, postgres_only, sqlite_only
 
 pytestmark = pytest.mark.anyio
 
 
-class MovableClock:
-    def __init__(self, start: datetime) -> None:
-        self.at = start
-
-    def now(self) -> datetime:
-        return self.at
-
-
 @sqlite_only("backups")
 async def test_daily_backup_is_taken_verified_pruned_and_restorable(tmp_path: Path, backend: Backend) -> None:
     container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
-    clock = MovableClock(datetime(2026, 3, 1, 2, 59, tzinfo=UTC))
+    clock = FixedClock(datetime(2026, 3, 1, 2, 59, tzinfo=UTC))
     container.runtime.clock = clock
     daily = DailyBackups(container.runtime, "03:00", keep=2)
     try:
@@ -73,7 +65,7 @@ async def test_a_backup_that_fails_verification_is_not_kept(
     tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
-    container.runtime.clock = MovableClock(datetime(2026, 3, 1, 5, 0, tzinfo=UTC))
+    container.runtime.clock = FixedClock(datetime(2026, 3, 1, 5, 0, tzinfo=UTC))
     store = container.runtime.store
     monkeypatch.setattr(store, "verify_backup", lambda path: ["integrity: broken page"])
     try:
@@ -97,7 +89,7 @@ async def test_two_servers_take_todays_backup_of_one_store_at_once(tmp_path: Pat
                 await ok(client, "add-project", name=f"p{i}")
         dailies = []
         for container in containers:
-            container.runtime.clock = MovableClock(datetime(2026, 3, 1, 5, 0, tzinfo=UTC))
+            container.runtime.clock = FixedClock(datetime(2026, 3, 1, 5, 0, tzinfo=UTC))
             dailies.append(DailyBackups(container.runtime, "03:00", keep=3))
         backup = tmp_path / "backups" / "memhub-daily-20260301.db"
         store = containers[0].runtime.store

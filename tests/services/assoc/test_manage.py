@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import FixedClock
 from tests.pair import Pair
 from tests.store.backends import postgres_only, sqlite_only
 
@@ -320,22 +321,14 @@ async def test_long_import_and_reindex_report_progress(pair: Pair) -> None:
     assert seen and seen[0] == (0, 2_500, "embedding")
 
 
-class _FixedClock:
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def now(self) -> datetime:
-        return self.at
-
-
 async def test_export_then_import_keeps_times_and_authors(pair: Pair) -> None:
     """A restore from a json export keeps created_at and updated_at, so timerange and cleanup work
     off the original times; only an admin keeps another (existing) user's authorship."""
     store = pair.container.runtime.store
     real_clock = store.clock  # type: ignore[attr-defined]
-    store.clock = _FixedClock(datetime(2025, 1, 1, 9, 0, tzinfo=UTC))  # type: ignore[attr-defined]
+    store.clock = FixedClock(datetime(2025, 1, 1, 9, 0, tzinfo=UTC))  # type: ignore[attr-defined]
     ids = await _seed(pair)
-    store.clock = _FixedClock(datetime(2025, 2, 1, 9, 0, tzinfo=UTC))  # type: ignore[attr-defined]
+    store.clock = FixedClock(datetime(2025, 2, 1, 9, 0, tzinfo=UTC))  # type: ignore[attr-defined]
     await pair.a("memory", action="update", memory_id=ids[0], importance=0.9)
     store.clock = real_clock  # type: ignore[attr-defined]
     exported = await pair.a("memory_manage", action="export", export_format="json")

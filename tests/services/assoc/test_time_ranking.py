@@ -14,18 +14,10 @@ from mcp import Client
 
 from memhub.cli.container import Container, build_container
 from tests.conftest import make_settings
-from tests.helpers import ok
+from tests.helpers import FixedClock, ok
 from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
-
-
-class _FixedClock:
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def now(self) -> datetime:
-        return self.at
 
 
 @pytest.fixture
@@ -40,13 +32,13 @@ async def assoc(tmp_path: Path, backend: Backend) -> AsyncIterator[tuple[Contain
 
 async def _store_at(container: Container, client: Client, at: datetime, content: str) -> str:
     """Stores `content` with the store's clock at `at` (its created_at)."""
-    container.runtime.store.clock = _FixedClock(at)  # type: ignore[attr-defined]
+    container.runtime.store.clock = FixedClock(at)  # type: ignore[attr-defined]
     stored = await ok(client, "memory", action="store", content=content, domain="user")
     return str(stored["memory"]["id"])
 
 
 async def _search(container: Container, client: Client, at: datetime, query: str) -> list[dict[str, Any]]:
-    container.runtime.store.clock = _FixedClock(at)  # type: ignore[attr-defined]
+    container.runtime.store.clock = FixedClock(at)  # type: ignore[attr-defined]
     found = await ok(client, "memory", action="search", query=query, threshold=0.0, limit=10)
     return list(found["memories"])
 
