@@ -192,7 +192,10 @@ def _stale_key(folder: Path) -> None:
 
 
 def _garbage_meta(folder: Path) -> None:
+    """Nothing names the copy any more: it is removed once it is an hour old (made so here)."""
     (folder / "meta.json").write_text('{"key": [1, "x"', encoding="utf-8")
+    for path in folder.glob("[td]*-*.np[yz]"):
+        os.utime(path, (path.stat().st_atime - 7200, path.stat().st_mtime - 7200))
 
 
 @pytest.mark.slow
@@ -212,6 +215,20 @@ def test_a_spoiled_weights_cache_is_not_used_and_is_written_again(
     assert np.array_equal(third.embed_passages(TEXTS), reference)
     assert isinstance(_table(third), np.memmap)
     assert len(list(folder.iterdir())) == 3  # meta.json and one copy: the spoiled one removed
+
+
+def test_a_copy_being_written_by_another_process_is_left_alone(reference: np.ndarray, tmp_path: Path) -> None:
+    """Files of a copy that no meta.json names yet (another process writing it now) survive a
+    load that refuses the current copy and writes its own."""
+    UseEmbedder(cache_dir=tmp_path).load()
+    folder = tmp_path / "use-weights"
+    others = [folder / "table-0123abcd.npy", folder / "dense-0123abcd.npz", folder / ".meta-0123abcd.json"]
+    for path in others:
+        path.write_bytes(b"half written")
+    _stale_key(folder)
+    assert np.array_equal(UseEmbedder(cache_dir=tmp_path).embed_passages(TEXTS), reference)
+    assert all(path.exists() for path in others)
+    assert len(list(folder.iterdir())) == 6
 
 
 def test_a_weights_cache_that_cannot_be_written_only_loses_the_saving(

@@ -3,6 +3,7 @@ pruned to the newest `keep`, listed by `memhub backup list`, and restorable."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from datetime import UTC, datetime, timedelta
@@ -109,6 +110,28 @@ async def test_two_servers_take_todays_backup_of_one_store_at_once(tmp_path: Pat
     finally:
         for container in containers:
             container.close()
+
+
+@sqlite_only("backups")
+async def test_partial_files_of_killed_backups_are_removed_after_a_day(
+    tmp_path: Path, backend: Backend
+) -> None:
+    container = build_container(make_settings(tmp_path, backend, toolsets=("discussion",)))
+    now = datetime(2026, 3, 1, 5, 0, tzinfo=UTC)
+    container.runtime.clock = FixedClock(now)
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    killed, writing = folder / "memhub-daily-20260227.db.41.ab.partial", folder / "x.db.42.cd.partial"
+    for path in (killed, writing):
+        path.write_bytes(b"half a copy")
+    two_days_ago = (now - timedelta(days=2)).timestamp()
+    os.utime(killed, (two_days_ago, two_days_ago))
+    os.utime(writing, (now.timestamp(), now.timestamp()))
+    try:
+        assert await DailyBackups(container.runtime, "03:00", keep=3).take_if_due() is not None
+    finally:
+        container.close()
+    assert not killed.exists() and writing.exists()
 
 
 @sqlite_only("backups")

