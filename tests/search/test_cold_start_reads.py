@@ -109,10 +109,15 @@ async def test_a_restarted_server_answers_by_meaning_or_says_it_cannot(
         ids = await _store_three(client)
         await settled(container)
     async with serving(tmp_path, backend, QUICK) as (_, client):
+        asked = time.monotonic()
         found: dict[str, Any] = await ok(
             client, "memory", action="search", query="kubernetis rolout", threshold=0.3
         )
-        assert {m["id"] for m in found["memories"]} == set(ids) and found.get("note") is None
+        if found.get("note") is None:  # the model loaded within the wait: answered by meaning
+            assert {m["id"] for m in found["memories"]} == set(ids)
+        else:  # a machine stalled past the bound (seen once in CI): it waited it out, then said so
+            assert time.monotonic() - asked >= SETTLE_SECONDS * 0.9, found
+            assert "keyword search alone" in found["note"]
     async with serving(tmp_path, backend, SLOW) as (container, client):
         found = await ok(client, "memory", action="search", query="kubernetis rolout", threshold=0.3)
         assert found["memories"] == [] and "keyword search alone" in found["note"]
