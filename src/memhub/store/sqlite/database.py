@@ -354,7 +354,7 @@ class SqliteStore(BucketsMixin):
         try:
             destination = sqlite3.connect(target)
         except sqlite3.Error as exc:
-            raise _backup_error(exc) from exc
+            raise _storage_error(exc) from exc
         try:
             self._reader().backup(destination)  # one step: one read snapshot, writers go on
             # the copy is one self-contained file: in WAL mode (the live store's) every read-only
@@ -366,7 +366,7 @@ class SqliteStore(BucketsMixin):
                     for part in exclude:
                         destination.execute(_EXCLUDABLE[part])
         except sqlite3.Error as exc:  # the copy's file (disk full, a folder that went away…)
-            raise _backup_error(exc) from exc
+            raise _storage_error(exc) from exc
         finally:
             destination.close()
 
@@ -461,12 +461,6 @@ def _in_transaction(conn: sqlite3.Connection) -> bool:
 def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         conn.execute("ROLLBACK")
-
-
-def _backup_error(exc: sqlite3.Error) -> MemhubError:
-    log.error("sqlite error while writing a backup: %s", exc)
-    message = "backup failed: SQLite could not make the copy (the server log says why)"
-    return MemhubError(ErrorKind.STORAGE, message)
 
 
 def _storage_error(exc: sqlite3.Error) -> MemhubError:
