@@ -173,7 +173,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ef_construction": args.ef_construction,
         "vectors": "synthetic, clustered",
     }
-    with embedded_database(Path(tempfile.mkdtemp(prefix="memhub-pgbench-"))) as url:
+    with (
+        tempfile.TemporaryDirectory(prefix="memhub-pgbench-") as folder,
+        embedded_database(Path(folder)) as url,
+    ):
         store = open_store(url)
         assert isinstance(store, PostgresStore)
         matrices, queries = {}, {}
