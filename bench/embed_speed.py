@@ -3,8 +3,9 @@
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/embed_speed.py --rounds 3
     ... bench/embed_speed.py --runtimes onnx --graphs q4,int8 --thread-counts 1
 
-`--graphs` picks ONNX Runtime's graphs (search/embedders/e5.py `GRAPHS`: q4, int8, mixed), each a
-configuration of its own (`onnx/int8 × 1`); `--thread-counts` the intra-op threads (1,2).
+`--graphs` picks ONNX Runtime's graphs (search/embedders/e5.py `GRAPHS`: q4, int8, int8s, mixed;
+queries and passages alike), each a configuration of its own (`onnx/int8 × 1`); `--thread-counts`
+the intra-op threads (1,2).
 
 Each configuration (runtime × threads) runs in its own process (OpenMP reads its thread count
 once), in rotating order, `--rounds` times; the medians are printed. Per configuration:
@@ -52,7 +53,7 @@ def measure(runtime: str, threads: int, n: int, graph: str) -> dict[str, float]:
     """In this process: one configuration's numbers."""
     from memhub.search.embedders.e5 import E5Embedder
 
-    embedder = E5Embedder(runtime=runtime, threads=threads, graph=graph)  # type: ignore[arg-type]
+    embedder = E5Embedder(runtime=runtime, threads=threads, graph=graph, query_graph=graph)  # type: ignore[arg-type]
     started = time.perf_counter()
     embedder.load()
     embedder.embed_queries(["warm up"])

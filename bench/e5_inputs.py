@@ -1,0 +1,78 @@
+"""Measure e5's input maxima for the `int8s` graph and write src/memhub/search/embedders/e5_inputs.npz.
+
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/e5_inputs.py [--check]
+
+Runs the 4-bit graph (the default's numbers, with every matrix's input exposed) on 300
+generated bilingual memories (bench/corpus.py, seed 11), the conversational lines below and
+the queries, as passages and as queries, one text a run, and keeps every input channel's
+largest absolute value (search/embedders/e5_inputs.py). No evaluation set is read: the ja set
+and LoCoMo measure the graph afterwards. `--check` compares with the shipped file instead of
+writing it (relative difference per channel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from corpus import SUBJECTS_EN, SUBJECTS_JA, texts
+
+LINES = [
+    "Hey! How was your weekend? I finally went hiking with my sister.",
+    "I started learning the guitar last month, it is harder than I thought.",
+    "We adopted a dog from the shelter on Saturday, her name is Luna.",
+    "Can you remind me what we decided about the release date?",
+    "My flight to Tokyo was delayed by three hours because of the storm.",
+    "That sounds amazing, send me the photos when you get a chance!",
+    "I've been volunteering at the community garden every Sunday morning.",
+    "The conference talk went well, people asked a lot of questions afterwards.",
+    "昨日は雨だったので一日中家で本を読んでいました。",
+    "来週の会議の資料はもう準備できましたか?",
+    "新しいカフェが駅前にできたので行ってみました。",
+    "子供の運動会が土曜日にあって、とても楽しかったです。",
+    "このバグは再現手順が分からないので、ログを追加して様子を見ます。",
+    "本番環境のデータベースは毎晩3時にバックアップしています。",
+    "Error: ECONNREFUSED 127.0.0.1:5432 when the migration runs in CI.",
+    "src/memhub/store/sqlite/fts.py: bm25() over at most 3,000 rows, then visibility.",
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from memhub.search.embedders import e5_inputs
+    from memhub.search.embedders.e5 import E5Embedder
+    from memhub.search.embedders.e5_onnx import GraphOptions, OnnxEncoder
+    from memhub.search.embedders.e5_weights import load_weights
+
+    e5 = E5Embedder(runtime="onnx")
+    weights = load_weights(e5._weights_path())
+    encoder = OnnxEncoder(weights, options=GraphOptions(expose_inputs=True))
+    passages = [*texts(300, seed=11), *LINES]
+    queries = [*SUBJECTS_JA, *SUBJECTS_EN, *LINES[:8]]
+    sequences = [e5.sequences(weights.tokenizer, [text], is_query=False)[0] for text in passages]
+    sequences += [e5.sequences(weights.tokenizer, [text], is_query=True)[0] for text in queries]
+    maxima = e5_inputs.measure(encoder, sequences)
+    print(f"{len(sequences)} texts, {len(maxima)} matrices", file=sys.stderr)
+    if args.check:
+        shipped = e5_inputs.load(weights)
+        if shipped is None:
+            print("no usable shipped file", file=sys.stderr)
+            return 1
+        for tag in sorted(maxima):
+            rel = np.abs(maxima[tag] - shipped[tag]) / np.maximum(shipped[tag], 1e-6)
+            print(f"{tag:12s} max relative difference {rel.max():.4f}")
+        return 0
+    Path(e5_inputs.MAXIMA_FILE).write_bytes(e5_inputs.dump(weights, maxima))
+    print(f"wrote {e5_inputs.MAXIMA_FILE}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
