@@ -160,3 +160,32 @@ def test_the_default_embeds_memories_in_4_bits_and_queries_in_smoothed_int8() ->
     twin.load()
     assert twin._passage_encoder() is default._model and twin._query_model is default._query_model
     assert np.array_equal(twin.embed_queries(TEXTS), queries)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_an_idle_passage_graph_is_released_and_built_again() -> None:
+    """The passages' graph is dropped by the service's idle trim once no passage came for the
+    idle time (the queries' stays), and the next passage builds it again: same vectors."""
+    _onnx()
+    from memhub.search.embedders.factory import make_embedder
+    from memhub.search.embedding import EmbeddingService
+
+    pair = make_embedder("e5+use")
+    if pair is None:
+        pytest.skip("no e5+use")
+    e5 = pair.first  # type: ignore[attr-defined]
+    service = EmbeddingService(pair, index_idle_s=3600.0)
+    first = await service.embed_passages(TEXTS[:3])
+    query = await service.embed_query(TEXTS[0])
+    assert e5._model is not None and not service.trim()  # used just now: kept
+    service.index_idle_s = 0.0
+    assert service.trim() and e5._model is None and e5._query_model is not None
+    assert not service.trim()  # nothing left to drop
+    assert np.array_equal(await service.embed_passages(TEXTS[:3]), first)
+    assert e5._model is not None
+    service._cache.clear()
+    assert np.array_equal(await service.embed_query(TEXTS[0]), query)
+    one = E5Embedder(graph="q4", query_graph="q4")  # one graph for both: nothing to release
+    one.embed_passages(TEXTS[:1])
+    assert not one.release_idle(0.0) and one._model is not None

@@ -42,6 +42,7 @@ import anyio
 import numpy as np
 
 from memhub.search.embedders.base import Embedder, EmbedderUnavailable, Matrix
+from memhub.search.embedders.factory import release_idle
 
 log = logging.getLogger(__name__)
 
@@ -288,15 +289,18 @@ class EmbeddingService:
         return self.indexer
 
     def trim(self) -> bool:
-        """Drop an indexer unused for `index_idle_s` (its model's memory is freed); True if dropped.
-        Called by the backfill while it has nothing to do."""
-        if self.indexer is None or self._index_lock.locked():
-            return False
-        if time.monotonic() - self._index_used < self.index_idle_s:
-            return False
-        self.indexer = None
-        log.info("indexer of %s released after %.0f s unused", self.id, self.index_idle_s)
-        return True
+        """Drop an indexer unused for `index_idle_s` (its model's memory is freed), and what the
+        query model can rebuild and has not used as long (e5's graph for passages); True if
+        anything was dropped. Called by the backfill while it has nothing to do."""
+        dropped = False
+        idle = self.indexer is not None and not self._index_lock.locked()
+        if idle and time.monotonic() - self._index_used >= self.index_idle_s:
+            self.indexer = None
+            log.info("indexer of %s released after %.0f s unused", self.id, self.index_idle_s)
+            dropped = True
+        if self._loaded.is_set() and self.indexer is None:
+            dropped = release_idle(self.embedder, self.index_idle_s) or dropped
+        return dropped
 
     async def _embed_backlog(self, items: list[str], indexer: Embedder) -> Matrix:
         """Two workers take chunks from one queue, in order: the indexer's thread (batches of

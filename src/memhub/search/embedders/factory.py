@@ -56,6 +56,13 @@ def twin(embedder: Embedder) -> Embedder | None:
     return made
 
 
+def release_idle(embedder: Embedder, idle_seconds: float) -> bool:
+    """Let `embedder` drop what it can rebuild and has not used for `idle_seconds` (e5: the
+    passages' graph), by its own `release_idle()`; False when it has none or kept everything."""
+    release = getattr(embedder, "release_idle", None)
+    return bool(release(idle_seconds)) if callable(release) else False
+
+
 def make_embedder(name: str, cache_dir: Path | None = None) -> Embedder | None:
     """The embedder called `name`, not yet loaded; None for `none` (text search only).
     `cache_dir`: where a model may keep what it derives from its files between runs (the
