@@ -180,12 +180,16 @@ class E5Embedder:
         A twin's encoders are its source's: it drops nothing."""
         if self._source is not None or self.runtime != "onnx":
             return False
-        with self._passage_lock:
+        if not self._passage_lock.acquire(blocking=False):  # being built or used: not idle
+            return False
+        try:
             if self._model is None or self._model is self._query_model:
                 return False
             if time.monotonic() - self._passage_used < idle_seconds:
                 return False
             self._model = None
+        finally:
+            self._passage_lock.release()
         log.info("e5's %s graph for passages released after %.0f s unused", self.graph, idle_seconds)
         return True
 
