@@ -4,6 +4,9 @@ any batch, the fallbacks, and the default's two graphs (memories 4-bit, queries 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +115,20 @@ def test_the_shipped_input_maxima_belong_to_the_shipped_weights() -> None:
     expected = {f"l{layer}.{name}": width for layer in range(config.layers) for name, width in widths.items()}
     assert {tag: len(values) for tag, values in maxima.items()} == expected
     assert all(float(values.min()) > 0 for values in maxima.values())
+
+
+@pytest.mark.slow
+def test_the_shipped_input_maxima_are_what_the_bench_script_measures() -> None:
+    """bench/e5_inputs.py on its first 40 texts stays at or under the shipped maxima (the
+    graph is deterministic: the same texts give the same maxima)."""
+    _onnx()
+    script = Path(__file__).resolve().parents[2] / "bench" / "e5_inputs.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check", "--limit", "40"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "agrees with the shipped file" in done.stdout
 
 
 @pytest.mark.slow
