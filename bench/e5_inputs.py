@@ -68,9 +68,9 @@ def main() -> int:
     maxima = e5_inputs.measure(encoder, sequences)
     print(f"{len(sequences)} texts, {len(maxima)} matrices", file=sys.stderr)
     if args.check:
-        shipped = e5_inputs.load(weights)
+        shipped, why = e5_inputs.load(weights)
         if shipped is None:
-            print("no usable shipped file", file=sys.stderr)
+            print(f"the shipped file is {why}", file=sys.stderr)
             return 1
         worst = 0.0
         for tag in sorted(shipped):

@@ -439,7 +439,7 @@ def _e5_graphs(container: Container, graph: str | None, query_graph: str | None)
         e5.graph = graph  # type: ignore[assignment]
     if query_graph:
         e5.query_graph = query_graph  # type: ignore[assignment]
-    e5.load()
+    e5.prepare_passages()  # both graphs built: the names are those that run
     return {"e5_graph": e5.graph, "e5_query_graph": e5.query_graph}
 
 

@@ -358,3 +358,30 @@ async def test_no_indexer_job_starts_beside_a_query() -> None:
         finally:
             main.release.set()
     assert sum(len(chunk) for _, chunk in indexer.calls) == len(texts)
+
+
+class PreparingEmbedder(SlowEmbedder):
+    """Builds something for passages when asked (as e5 builds its passages' graph)."""
+
+    def __init__(self, service_gate: list[EmbeddingService]) -> None:
+        super().__init__()
+        self.gate_busy_while_preparing: list[bool] = []
+        self.service = service_gate
+
+    def prepare_passages(self) -> None:
+        self.calls.append(("prepare", ()))
+        self.gate_busy_while_preparing.append(self.service[0]._gate.busy)
+
+
+@pytest.mark.anyio
+async def test_what_passages_need_is_built_before_the_inference_slot_is_taken() -> None:
+    """A search must not wait in the slot while e5 builds its passages' graph: the service asks
+    the embedder to prepare it first, outside the slot, then embeds."""
+    holder: list[EmbeddingService] = []
+    embedder = PreparingEmbedder(holder)
+    service = EmbeddingService(embedder)
+    holder.append(service)
+    await service.embed_passages(["one", "two"])
+    kinds = [kind for kind, _ in embedder.calls]
+    assert kinds[0] == "prepare" and "passage" in kinds
+    assert embedder.gate_busy_while_preparing == [False]

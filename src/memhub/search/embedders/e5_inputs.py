@@ -5,8 +5,9 @@ inputs 10-50x the others' (after the LayerNorms and the GELU), so one scale per 
 ordinary channels a handful of steps. SmoothQuant (Xiao et al. 2023) divides each input
 channel by a factor and multiplies the weights' column by it: the product is unchanged and
 the inputs are flatter. The factor needs each channel's largest input, which depends on
-texts, not on the weights: it was measured once, by running the 4-bit graph on 200 bilingual
-memories (bench/corpus.py, none from an evaluation set) and a few queries, and is shipped
+texts, not on the weights: it was measured once, by running the 4-bit graph on 300 bilingual
+memories (bench/corpus.py), 16 conversational lines and 44 queries (none from an evaluation
+set), and is shipped
 beside this module (`e5_inputs.npz`, ~0.1 MB, float32), with a fingerprint of the weights it
 was measured on. `bench/e5_inputs.py` measures it again (a new model file).
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-import logging
+import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,6 @@ from typing import Any
 import numpy as np
 
 from memhub.search.embedders.e5_weights import E5Weights, Floats
-
-log = logging.getLogger(__name__)
 
 MAXIMA_FILE = Path(__file__).with_name("e5_inputs.npz")
 _FINGERPRINT = "__weights__"
@@ -42,24 +41,32 @@ def fingerprint(weights: E5Weights) -> str:
     return digest.hexdigest()[:32]
 
 
-def load(weights: E5Weights, path: Path | None = None) -> dict[str, Floats] | None:
-    """The shipped maxima by matrix tag, or None (missing, unreadable, or measured on other
-    weights: the caller runs another graph)."""
+def load(weights: E5Weights, path: Path | None = None) -> tuple[dict[str, Floats] | None, str]:
+    """The shipped maxima by matrix tag and "", or None and why not (missing, unreadable,
+    measured on other weights, or not one finite positive value per input channel of every
+    matrix): the caller then runs another graph and says so."""
     try:
         with np.load(path or MAXIMA_FILE, allow_pickle=False) as data:
             stored = {name: np.asarray(data[name]) for name in data.files}
-    except (OSError, ValueError, KeyError) as exc:
-        log.warning("e5's input maxima could not be read: %s", type(exc).__name__)
-        return None
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
     mark = stored.pop(_FINGERPRINT, None)
     if mark is None or str(mark) != fingerprint(weights):
-        log.warning("e5's input maxima were measured on other weights")
-        return None
-    maxima = {name: values.astype(np.float32) for name, values in stored.items()}
-    if any(values.ndim != 1 or not np.all(np.isfinite(values)) for values in maxima.values()):
-        log.warning("e5's input maxima are malformed")
-        return None
-    return maxima
+        return None, "measured on other weights"
+    widths = expected_widths(weights)
+    if set(stored) != set(widths):
+        return None, "not one entry per matrix"
+    for tag, values in stored.items():
+        if values.shape != (widths[tag],) or not np.all(np.isfinite(values)) or not np.all(values > 0):
+            return None, f"malformed ({tag})"
+    return {tag: values.astype(np.float32) for tag, values in stored.items()}, ""
+
+
+def expected_widths(weights: E5Weights) -> dict[str, int]:
+    """Every matrix's tag (e5_onnx.build_model) and its input width."""
+    cfg = weights.config
+    inputs = {"q_k_v": cfg.hidden, "ao": cfg.hidden, "fi": cfg.hidden, "fo": len(weights.vector("l0.fi.b"))}
+    return {f"l{layer}.{name}": width for layer in range(cfg.layers) for name, width in inputs.items()}
 
 
 def measure(encoder: object, sequences: Iterable[Sequence[int]]) -> dict[str, Floats]:

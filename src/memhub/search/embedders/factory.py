@@ -56,6 +56,14 @@ def twin(embedder: Embedder) -> Embedder | None:
     return made
 
 
+def prepare_passages(embedder: Embedder) -> None:
+    """Let `embedder` build now what embedding passages needs (e5: the passages' graph), by its
+    own `prepare_passages()`; nothing for the others (their `load` made everything)."""
+    prepare = getattr(embedder, "prepare_passages", None)
+    if callable(prepare):
+        prepare()
+
+
 def release_idle(embedder: Embedder, idle_seconds: float) -> bool:
     """Let `embedder` drop what it can rebuild and has not used for `idle_seconds` (e5: the
     passages' graph), by its own `release_idle()`; False when it has none or kept everything."""
