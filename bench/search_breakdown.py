@@ -16,6 +16,9 @@ arithmetic), in CPU time: cProfile follows one thread, so each such call is prof
 own thread and the profiles are added up.
 Run it once per checkout (PYTHONPATH) to compare.
 
+`--fresh` times queries that are each new to the server (the `--dump` texts, in order): every
+search then embeds its query, where the default's repeated queries come from the cache.
+
 `--dump FILE` instead writes what 200 fixed queries return (the bench queries, then single
 sentences of the seeded corpus' kind): one JSON line per query, its results in order (id,
 score, similarity). Run it once per checkout on the same database and compare the files
@@ -275,7 +278,13 @@ async def _warm(runtime: Runtime) -> None:
 
 
 async def measure(
-    db: Path, embedder: str, queries: int, profile: str | None, rss: bool, dump: Path | None = None
+    db: Path,
+    embedder: str,
+    queries: int,
+    profile: str | None,
+    rss: bool,
+    dump: Path | None = None,
+    fresh: bool = False,
 ) -> None:
     if not rss and dump is None:
         _instrument()
@@ -292,12 +301,14 @@ async def measure(
             elif rss:
                 await _rss_steps(client, rng, runtime.store)
             else:
-                await _timed_searches(client, rng, queries, profile)
+                await _timed_searches(client, rng, queries, profile, fresh)
         group.cancel_scope.cancel()
     container.close()
 
 
-async def _timed_searches(client: Client, rng: random.Random, queries: int, profile: str | None) -> None:
+async def _timed_searches(
+    client: Client, rng: random.Random, queries: int, profile: str | None, fresh: bool = False
+) -> None:
     search = {"action": "search", "threshold": 0.0}
     for _ in range(10):
         await client.call_tool("memory", {**search, "query": "warm up"})
@@ -308,9 +319,9 @@ async def _timed_searches(client: Client, rng: random.Random, queries: int, prof
     threads = _ThreadProfiles() if profile else None
     if threads is not None:
         threads.on = True
+    texts = _dump_queries(queries) if fresh else [rng.choice(QUERIES) for _ in range(queries)]
     cpu_started = time.process_time()
-    for _ in range(queries):
-        query = rng.choice(QUERIES)
+    for query in texts:
         if profiler is not None:
             profiler.enable()
         started = time.perf_counter()
@@ -350,11 +361,12 @@ def main() -> None:
     parser.add_argument("--profile", help="write a cProfile of the timed calls here")
     parser.add_argument("--rss", action="store_true", help="resident memory after each step instead")
     parser.add_argument("--dump", type=Path, help="write 200 fixed queries' results here instead")
+    parser.add_argument("--fresh", action="store_true", help="every query text new to the server (embedded)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         shutil.copyfile(args.db, db)
-        anyio.run(measure, db, args.embedder, args.queries, args.profile, args.rss, args.dump)
+        anyio.run(measure, db, args.embedder, args.queries, args.profile, args.rss, args.dump, args.fresh)
 
 
 if __name__ == "__main__":
