@@ -173,6 +173,9 @@ async def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "indexing.json")
     args = parser.parse_args()
+    names = [e.strip() for e in args.embedders.split(",") if e.strip()]
+    if "none" in names:
+        parser.error("--embedders none: that server embeds nothing, so it has no indexing rate")
     load = os.getloadavg()
     report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -181,7 +184,7 @@ async def main() -> None:
         "embedders": {},
     }
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
-    for name in [e.strip() for e in args.embedders.split(",") if e.strip()]:
+    for name in names:
         report["embedders"][name] = entry = await one_embedder(name, args)
         idle, backlog = entry["idle_search"], entry.get("backlog_search")
         ratio = entry.get("backlog_p50_over_idle_p50")

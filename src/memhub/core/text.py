@@ -59,6 +59,12 @@ def normalize(text: str) -> str:
 _CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
 _RUNS = re.compile(f"([{_CJK_CLASS}]+)|(?:(?![{_CJK_CLASS}])[^\\W_])+")
 _WORDS = re.compile(f"(?:(?![{_CJK_CLASS}])[^\\W_])+")  # the non-CJK runs alone
+_CJK_CHARS = re.compile(f"[{_CJK_CLASS}]+")
+
+
+def cjk_chars(text: str) -> list[str]:
+    """The runs of characters of `text` inside the CJK ranges (is_cjk), in order."""
+    return _CJK_CHARS.findall(text)
 
 
 def _runs(text: str) -> list[tuple[bool, str]]:

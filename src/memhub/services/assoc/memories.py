@@ -83,11 +83,12 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
 
     text, vectors = await runtime.in_thread(read) if ends else ({}, {})
     layout = calibration.parts(embedding.embedder)
+    profiles = {i: calibration.profile(body) for i, body in text.items()}  # once per memory, not per pair
     found: list[tuple[int, int, float]] = []
     for item, vec, others in nearest:
-        mine = calibration.profile(text[item]) if item in text else None
+        mine = profiles.get(item)
         sims = [
-            (other, ranking.association(layout, vec, _vector(vectors[other]), mine, text.get(other)))
+            (other, ranking.association(layout, vec, _vector(vectors[other]), mine, profiles.get(other)))
             for other in others
             if other in vectors
         ]
