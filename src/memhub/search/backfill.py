@@ -46,6 +46,7 @@ import numpy as np
 
 from memhub.core.errors import MemhubError, invalid
 from memhub.core.memory import release_free_memory
+from memhub.core.tasks import task_group
 from memhub.search.embedders.base import EmbedderUnavailable
 from memhub.search.embedding import EmbeddingService
 from memhub.search.vector_search import VectorSearch
@@ -63,6 +64,7 @@ _MODEL_ERRORS = (ValueError, RuntimeError, OSError)
 FIRST_GUESS_S = 0.05  # seconds per item before any batch was timed (a model on one core)
 RATE_BATCHES = 16  # the indexing rate is measured over this many recent batches
 LEASE_S = 300.0  # how long a claim on a batch of items lasts (embedding it takes seconds)
+PIPELINE = 8  # batches run_forever embeds back to back (each stored while the next is embedded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,14 +285,45 @@ class VectorBackfill:
             self._settled.set()
             self._settled = None
 
-    async def run_once(self, batch: int = 64) -> int:
-        """Embed and store up to `batch` items lacking a vector; returns how many were stored."""
-        if batch < 1:
-            raise invalid("batch must be at least 1", batch=batch)
+    async def run_once(self, batch: int = 64, *, batches: int = 1) -> int:
+        """Embed and store up to `batches` batches of up to `batch` items lacking a vector;
+        returns how many were stored. With several, a batch's storing and follow-up work
+        (`on_embedded`: semantic links) runs while the next batch is embedded, so the model
+        does not wait for them; no further batch is started once this process writes
+        (`notify`: the next scan reads its writes first) or when the prefetched rows run out."""
+        if batch < 1 or batches < 1:
+            raise invalid("batch and batches must be at least 1", batch=batch, batches=batches)
         if not self._queue:
             limit = max(batch, self.prefetch)
             self._queue.extend(await anyio.to_thread.run_sync(self._missing, limit))
             self._more = len(self._queue) >= limit  # a full fetch: the table may hold more
+        written = self._written
+        stored: list[int] = []
+        since = [time.perf_counter()]  # the rate counts this run's time once, batch by batch
+
+        async def finish(rows: list[int], blobs: list[tuple[int, bytes]]) -> None:
+            with anyio.CancelScope(shield=True):  # a failing next batch waits for this one
+                stored.append(await self._finish(rows, blobs))
+            if stored[-1]:
+                now = time.perf_counter()
+                self._batches.append((now - since[0], stored[-1]))
+                since[0] = now
+
+        current = await self._embed_next(batch)
+        for taken in range(1, batches + 1):
+            if current is None:
+                break
+            if taken == batches or not self._queue or self._written != written:
+                await finish(*current)
+                break
+            async with task_group() as tg:  # an error of the next batch is raised as itself
+                tg.start_soon(finish, *current)
+                current = await self._embed_next(batch)
+        return sum(stored)
+
+    async def _embed_next(self, batch: int) -> tuple[list[int], list[tuple[int, bytes]]] | None:
+        """Claim the next prefetched rows this process may embed (up to `batch`) and embed them:
+        (their ids, the vectors made); None when no row is left to claim."""
         rows: list[tuple[int, str]] = []
         while self._queue and not rows:  # the next batch this process may embed
             offered = [self._queue.popleft() for _ in range(min(batch, len(self._queue)))]
@@ -302,7 +335,7 @@ class VectorBackfill:
             rows = [row for row in offered if row[0] in set(mine)]
             self.elsewhere.update(held)
         if not rows:
-            return 0
+            return None
         started = time.perf_counter()
         try:
             blobs = await self._embed(rows)
@@ -311,7 +344,12 @@ class VectorBackfill:
             raise
         per_item = (time.perf_counter() - started) / len(rows)
         self.seconds_per_item = 0.7 * self.seconds_per_item + 0.3 * per_item
-        stored = await anyio.to_thread.run_sync(self._store_vectors, blobs, [item for item, _ in rows])
+        return [item for item, _ in rows], blobs
+
+    async def _finish(self, claimed: list[int], blobs: list[tuple[int, bytes]]) -> int:
+        """Store a batch's vectors (releasing its claims), refresh the index and run the
+        follow-up work; returns how many were stored."""
+        stored = await anyio.to_thread.run_sync(self._store_vectors, blobs, claimed)
         if not blobs:
             return 0
         if self.vectors is not None:
@@ -322,7 +360,6 @@ class VectorBackfill:
                 await self.on_embedded([(item, np.frombuffer(blob, dtype="<f4")) for item, blob in blobs])
             except MemhubError as exc:
                 log.warning("after embedding %d items: %s", len(blobs), exc.message)
-        self._batches.append((time.perf_counter() - started, stored))
         return stored
 
     async def _embed(self, rows: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
@@ -470,7 +507,7 @@ class VectorBackfill:
             done = 0
             if rescan or self._queue or self._more:
                 try:
-                    done = await self.run_once(batch)
+                    done = await self.run_once(batch, batches=PIPELINE)
                 except EmbedderUnavailable as exc:
                     log.warning("vector backfill stopped: %s", exc.message)
                     return

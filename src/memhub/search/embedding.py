@@ -41,6 +41,7 @@ from typing import TypeVar
 import anyio
 import numpy as np
 
+from memhub.core.tasks import task_group
 from memhub.search.embedders.base import Embedder, EmbedderUnavailable, Matrix
 from memhub.search.embedders.factory import prepare_passages, release_idle
 
@@ -381,17 +382,11 @@ class EmbeddingService:
                 )
 
         await anyio.to_thread.run_sync(indexer.load)  # EmbedderUnavailable: the caller falls back
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(index_worker)
-                slow = self._index_item_s is None or self._index_item_s >= self.borrow_min_item_s
-                if len(items) > 1 and slow:
-                    tg.start_soon(borrow_worker)
-        except BaseExceptionGroup as group:  # one worker failed: its error, as a plain call would raise
-            first = group.exceptions[0]
-            if isinstance(first, Exception) and not isinstance(first, BaseExceptionGroup):
-                raise first from None
-            raise
+        async with task_group() as tg:  # one worker failed: its error, as a plain call would raise
+            tg.start_soon(index_worker)
+            slow = self._index_item_s is None or self._index_item_s >= self.borrow_min_item_s
+            if len(items) > 1 and slow:
+                tg.start_soon(borrow_worker)
         return out
 
     def _chunks(self, items: list[str]) -> list[list[str]]:

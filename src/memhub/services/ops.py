@@ -24,7 +24,8 @@ from memhub.store.base import BACKUP_PARTS, Backups, Checks, FileSize, Store
 STORE_WIDE = ("vectors_indexed", "embedder_queue", "vectors_pending", "index_rate")
 HEALTH_CHECK_MAX_AGE_S = 300.0  # health re-reads the whole file at most this often
 REPORT_SECONDS = 1.0  # progress of a reindex is reported this often
-REINDEX_BATCH = 64
+REINDEX_BATCH = 32
+REINDEX_PIPELINE = 2  # batches per run_once (each stored while the next is embedded): progress every 64
 
 Report = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -234,7 +235,7 @@ async def reindex(runtime: Runtime, report: Report = _silent) -> dict[str, Any]:
                 await report(embedded, texts, _progress(embedded, texts, backfill.rate))
             embedded = await runtime.in_thread(count)
         else:
-            while batch := await backfill.run_once(REINDEX_BATCH):
+            while batch := await backfill.run_once(REINDEX_BATCH, batches=REINDEX_PIPELINE):
                 embedded += batch
                 await report(embedded, texts, _progress(embedded, texts, backfill.rate))
     rate = backfill.rate if backfill is not None else None

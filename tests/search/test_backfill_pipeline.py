@@ -1,0 +1,105 @@
+"""VectorBackfill.run_once with several batches: a batch is stored and its follow-up work
+(`on_embedded`) done while the next batch is embedded; a write stops the run; a failure of a
+later batch is raised as itself, with the batches before it stored."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import anyio
+import numpy as np
+import pytest
+
+from memhub.search import EmbeddingService, HashingEmbedder, VectorBackfill
+from memhub.search.embedders import EmbedderUnavailable
+from memhub.search.embedders.base import Matrix
+from memhub.store.base import Store
+
+AddItem = Callable[..., int]
+
+
+class Scripted(HashingEmbedder):
+    """Calls `before(n)` (n: 1 for the first passage call) on the worker thread first."""
+
+    def __init__(self, before: Callable[[int], None]) -> None:
+        super().__init__()
+        self.before = before
+        self.calls = 0
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        self.calls += 1
+        self.before(self.calls)
+        return super().embed_passages(texts)
+
+
+def _stored(store: Store, embedder_id: str) -> set[int]:
+    _, changes = store.vector_changes(embedder_id, 0)
+    return {change.item_id for change in changes if change.vec is not None}
+
+
+@pytest.mark.anyio
+async def test_a_batch_is_linked_while_the_next_is_embedded(store: Store, add_item: AddItem) -> None:
+    ids = [add_item(f"memo number {i}") for i in range(6)]
+    second_started = threading.Event()
+
+    def before(call: int) -> None:
+        if call == 2:
+            second_started.set()
+
+    linked: list[list[int]] = []
+    overlapped: list[bool] = []
+
+    async def on_embedded(pairs: list[tuple[int, np.ndarray]]) -> None:
+        if not linked:  # the first batch's follow-up work waits for the second batch's embedding:
+            # one after the other, it waits in vain
+            overlapped.append(await anyio.to_thread.run_sync(second_started.wait, 5))
+        linked.append([item for item, _ in pairs])
+
+    service = EmbeddingService(Scripted(before))
+    backfill = VectorBackfill(store, service, on_embedded=on_embedded)
+    with anyio.fail_after(20):
+        assert await backfill.run_once(batch=2, batches=3) == 6
+    assert overlapped == [True] and linked == [ids[0:2], ids[2:4], ids[4:6]]
+    assert _stored(store, service.id) == set(ids)
+    assert backfill.rate is not None and backfill.rate > 0
+    assert await backfill.run_once(batch=2, batches=3) == 0
+
+
+@pytest.mark.anyio
+async def test_a_write_stops_the_run_after_the_batch_under_way(store: Store, add_item: AddItem) -> None:
+    ids = [add_item(f"memo number {i}") for i in range(6)]
+    service = EmbeddingService(HashingEmbedder())
+    backfill: VectorBackfill
+
+    async def on_embedded(pairs: list[tuple[int, np.ndarray]]) -> None:
+        backfill.notify()  # this process wrote something: the next scan should read it first
+
+    backfill = VectorBackfill(store, service, on_embedded=on_embedded)
+    assert await backfill.run_once(batch=2, batches=3) == 4  # the batch embedded meanwhile is stored
+    assert _stored(store, service.id) == set(ids[:4]) and backfill.backlog == 2
+
+
+@pytest.mark.anyio
+async def test_a_later_batch_failing_leaves_the_earlier_ones_stored(store: Store, add_item: AddItem) -> None:
+    ids = [add_item(f"memo number {i}") for i in range(6)]
+
+    def before(call: int) -> None:
+        if call == 2:
+            raise EmbedderUnavailable("the model went away")
+
+    service = EmbeddingService(Scripted(before))
+    backfill = VectorBackfill(store, service)
+    with pytest.raises(EmbedderUnavailable, match="went away"):  # itself, not an ExceptionGroup
+        await backfill.run_once(batch=2, batches=3)
+    assert _stored(store, service.id) == set(ids[:2])
+    assert backfill.backlog == 4  # not lost: embedded by the next run
+    assert await backfill.run_once(batch=4, batches=1) == 4
+    assert _stored(store, service.id) == set(ids)
+
+
+@pytest.mark.anyio
+async def test_batches_must_be_positive(store: Store) -> None:
+    backfill = VectorBackfill(store, EmbeddingService(HashingEmbedder()))
+    with pytest.raises(Exception, match="at least 1"):
+        await backfill.run_once(batch=2, batches=0)
