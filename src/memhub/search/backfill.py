@@ -290,7 +290,9 @@ class VectorBackfill:
         returns how many were stored. With several, a batch's storing and follow-up work
         (`on_embedded`: semantic links) runs while the next batch is embedded, so the model
         does not wait for them; no further batch is started once this process writes
-        (`notify`: the next scan reads its writes first) or when the prefetched rows run out."""
+        (`notify`: the next scan reads its writes first) or when the prefetched rows run out.
+        While searches are under way (`EmbeddingService.searching`) a batch is stored before the
+        next one is embedded: the other core is theirs."""
         if batch < 1 or batches < 1:
             raise invalid("batch and batches must be at least 1", batch=batch, batches=batches)
         if not self._queue:
@@ -313,7 +315,8 @@ class VectorBackfill:
         for taken in range(1, batches + 1):
             if current is None:
                 break
-            if taken == batches or not self._queue or self._written != written:
+            last = taken == batches or not self._queue or self._written != written
+            if last or self.embedding.searching:  # searches under way: a core is theirs
                 await finish(*current)
                 break
             async with task_group() as tg:  # an error of the next batch is raised as itself

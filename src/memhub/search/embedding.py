@@ -189,6 +189,12 @@ class EmbeddingService:
         return self._error.message if self._error else None
 
     @property
+    def searching(self) -> bool:
+        """A query was embedded (or answered from the cache) within `borrow_quiet_s`: searches
+        are under way, and background work should leave them a core."""
+        return time.monotonic() - self._last_query < self.borrow_quiet_s
+
+    @property
     def queue_depth(self) -> int:
         """Embedding requests waiting or running (a metric)."""
         return self._pending
@@ -372,7 +378,7 @@ class EmbeddingService:
                 borrowing[0] = False
 
         async def borrow_chunks() -> None:
-            while todo and not self._gate.busy and time.monotonic() - self._last_query >= self.borrow_quiet_s:
+            while todo and not self._gate.busy and not self.searching:
                 rows = take(max(1, min(self.batch_size, int(self.borrow_seconds / self._borrow_item_s))))
                 began = time.perf_counter()
                 out[rows] = await self._run(PASSAGE, partial(self._passages, [items[i] for i in rows]))
