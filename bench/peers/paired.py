@@ -5,7 +5,10 @@ All servers are started together (each in its own directory) and get the same me
 k-th memory is stored in every system, the first system changing from one memory to the next.
 At each size all of them settle (memhub: vectors made), then `calls` rounds of one `store` in
 every system (rotating order) and, after settling again, `calls` rounds of one `search` (the
-same query in every system, rotating order). Per system: p50/p95/mean; per system and round,
+same query in every system, rotating order), then `calls` rounds of a `search` whose text no
+server has seen (the query list's text and a round tag: `search_fresh`, where no cache of
+query embeddings answers; the repeated list is what agents do, the fresh texts what a model
+costs). Per system: p50/p95/mean; per system and round,
 the ratio to the base system's sample in that same round, whose median is the paired ratio.
 
 A system that fails is dropped from the later rounds, with its error in the report; seeding
@@ -175,11 +178,17 @@ class PairedRun:
                 query = self.queries[i % len(self.queries)]
                 for name, ms in (await self.each(live, i, "search", query, self.k)).items():
                     search[name].append(ms)
+            fresh: dict[str, list[float]] = {a.name: [] for a, _ in live}
+            for i in range(self.calls):  # a text no server has seen: no cache of query embeddings helps
+                query = f"{self.queries[i % len(self.queries)]} q{stored}x{i}"
+                for name, ms in (await self.each(live, i, "search", query, self.k)).items():
+                    fresh[name].append(ms)
             entry = {
                 "stored": stored,
                 "capped": capped,
                 "store": paired_summary({n: v for n, v in store.items() if v}, self.base),
                 "search": paired_summary({n: v for n, v in search.items() if v}, self.base),
+                "search_fresh": paired_summary({n: v for n, v in fresh.items() if v}, self.base),
             }
             self.report["sizes"][str(size)] = entry
             print_paired(size, entry)
@@ -197,6 +206,13 @@ def print_paired(size: int, entry: dict[str, Any]) -> None:
             f"  {name:<20}{store.get('p50_ms', nan):>10.1f}{store.get('p95_ms', nan):>8.1f}"
             f"{store.get('paired_ratio_median') or 1.0:>7.2f}"
             f"{search['p50_ms']:>12.1f}{search['p95_ms']:>8.1f}"
+            f"{search.get('paired_ratio_median') or 1.0:>7.2f}",
+            flush=True,
+        )
+    print(f"  {'new query texts':<20}{'':>25}{'search p50':>12}{'p95':>8}{'x':>7}")
+    for name, search in entry.get("search_fresh", {}).items():
+        print(
+            f"  {name:<20}{'':>25}{search['p50_ms']:>12.1f}{search['p95_ms']:>8.1f}"
             f"{search.get('paired_ratio_median') or 1.0:>7.2f}",
             flush=True,
         )
