@@ -11,10 +11,12 @@ import anyio
 import numpy as np
 import pytest
 
+from memhub.core.errors import MemhubError
 from memhub.search import EmbeddingService, HashingEmbedder, VectorBackfill
 from memhub.search.embedders import EmbedderUnavailable
 from memhub.search.embedders.base import Matrix
-from memhub.store.base import Store
+from memhub.store.base import NewItem, Store
+from memhub.store.open import open_store
 
 AddItem = Callable[..., int]
 
@@ -101,5 +103,23 @@ async def test_a_later_batch_failing_leaves_the_earlier_ones_stored(store: Store
 @pytest.mark.anyio
 async def test_batches_must_be_positive(store: Store) -> None:
     backfill = VectorBackfill(store, EmbeddingService(HashingEmbedder()))
-    with pytest.raises(Exception, match="at least 1"):
+    with pytest.raises(MemhubError, match="at least 1"):
         await backfill.run_once(batch=2, batches=0)
+
+
+@pytest.mark.anyio
+async def test_another_process_committing_stops_the_run(db_url: str, store: Store, add_item: AddItem) -> None:
+    ids = [add_item(f"memo number {i}") for i in range(6)]
+    service = EmbeddingService(HashingEmbedder())
+    other = open_store(db_url)
+
+    async def on_embedded(pairs: list[tuple[int, np.ndarray]]) -> None:
+        with other.transaction(write=True) as tx:  # another process edits or adds a memory
+            tx.insert_item(NewItem(kind="memory", owner="alice", scope="global", body="added elsewhere"))
+
+    try:
+        backfill = VectorBackfill(store, service, on_embedded=on_embedded)
+        assert await backfill.run_once(batch=2, batches=3) == 4  # the prefetched texts are read again
+        assert _stored(store, service.id) == set(ids[:4])
+    finally:
+        other.close()

@@ -290,16 +290,18 @@ class VectorBackfill:
         returns how many were stored. With several, a batch's storing and follow-up work
         (`on_embedded`: semantic links) runs while the next batch is embedded, so the model
         does not wait for them; no further batch is started once this process writes
-        (`notify`: the next scan reads its writes first) or when the prefetched rows run out.
+        (`notify`: the next scan reads its writes first), once another process commits (the
+        prefetched texts may have been edited) or when the prefetched rows run out.
         While searches are under way (`EmbeddingService.searching`) a batch is stored before the
         next one is embedded: the other core is theirs."""
         if batch < 1 or batches < 1:
             raise invalid("batch and batches must be at least 1", batch=batch, batches=batches)
+        written = self._written  # a write from here on ends the run (counted before the scan)
+        version = await anyio.to_thread.run_sync(self._data_version) if batches > 1 else None
         if not self._queue:
             limit = max(batch, self.prefetch)
             self._queue.extend(await anyio.to_thread.run_sync(self._missing, limit))
             self._more = len(self._queue) >= limit  # a full fetch: the table may hold more
-        written = self._written
         stored: list[int] = []
         since = [time.perf_counter()]  # the rate counts this run's time once, batch by batch
 
@@ -316,6 +318,8 @@ class VectorBackfill:
             if current is None:
                 break
             last = taken == batches or not self._queue or self._written != written
+            if not last:  # another process committed: the prefetched texts may be edited, rescan
+                last = await anyio.to_thread.run_sync(self._data_version) != version
             if last or self.embedding.searching:  # searches under way: a core is theirs
                 await finish(*current)
                 break
