@@ -123,3 +123,15 @@ async def test_another_process_committing_stops_the_run(db_url: str, store: Stor
         assert _stored(store, service.id) == set(ids[:4])
     finally:
         other.close()
+
+
+@pytest.mark.anyio
+async def test_while_searches_run_one_batch_at_a_time(store: Store, add_item: AddItem) -> None:
+    for i in range(6):
+        add_item(f"memo number {i}")
+    service = EmbeddingService(HashingEmbedder())
+    await service.embed_query("a search under way")
+    assert service.searching
+    backfill = VectorBackfill(store, service)
+    assert await backfill.run_once(batch=2, batches=3) == 2  # the other core is the searches'
+    assert backfill.backlog == 4
