@@ -317,10 +317,11 @@ class VectorBackfill:
         for taken in range(1, batches + 1):
             if current is None:
                 break
-            last = taken == batches or not self._queue or self._written != written
-            if not last:  # another process committed: the prefetched texts may be edited, rescan
-                last = await anyio.to_thread.run_sync(self._data_version) != version
-            if last or self.embedding.searching:  # searches under way: a core is theirs
+            # searches under way: a core is theirs; this process wrote: its next scan reads that first
+            stop = taken == batches or not self._queue or self._written != written or self.embedding.searching
+            if not stop:  # another process committed: the prefetched texts may be edited, rescan
+                stop = await anyio.to_thread.run_sync(self._data_version) != version
+            if stop:
                 await finish(*current)
                 break
             async with task_group() as tg:  # an error of the next batch is raised as itself
