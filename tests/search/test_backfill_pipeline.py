@@ -135,3 +135,44 @@ async def test_while_searches_run_one_batch_at_a_time(store: Store, add_item: Ad
     backfill = VectorBackfill(store, service)
     assert await backfill.run_once(batch=2, batches=3) == 2  # the other core is the searches'
     assert backfill.backlog == 4
+
+
+def _refuse_vectors_of(store: Store, db_url: str, item_id: int | None) -> None:
+    """The database itself refuses to store a vector for `item_id` (a trigger; None: drops it)."""
+    postgres = db_url.startswith("postgres")
+    if item_id is None:
+        statements = ["DROP TRIGGER refuse ON vectors" if postgres else "DROP TRIGGER refuse"]
+    elif postgres:
+        statements = [
+            "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN IF NEW.item_id = "
+            f"{int(item_id)} THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse BEFORE INSERT ON vectors FOR EACH ROW EXECUTE FUNCTION refuse()",
+        ]
+    else:
+        statements = [
+            f"CREATE TRIGGER refuse BEFORE INSERT ON vectors WHEN NEW.item_id = {int(item_id)}"
+            " BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        ]
+    with store.transaction(write=True) as tx:
+        for statement in statements:
+            tx.conn.execute(statement)  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_a_batch_the_store_refused_is_embedded_again(
+    db_url: str, store: Store, add_item: AddItem
+) -> None:
+    """A batch whose vectors the store failed to write is read again by the next scan, not left
+    to the full rescan minutes later."""
+    ids = [add_item(f"memo number {i}") for i in range(4)]
+    service = EmbeddingService(HashingEmbedder())
+    backfill = VectorBackfill(store, service)
+    _refuse_vectors_of(store, db_url, ids[0])
+    with pytest.raises(MemhubError):
+        await backfill.run_once(batch=2, batches=1)
+    _refuse_vectors_of(store, db_url, None)
+    assert _stored(store, service.id) == set()
+    with anyio.fail_after(20):
+        while await backfill.run_once(batch=2, batches=1):
+            pass
+    assert _stored(store, service.id) == set(ids)

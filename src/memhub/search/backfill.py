@@ -356,8 +356,14 @@ class VectorBackfill:
 
     async def _finish(self, claimed: list[int], blobs: list[tuple[int, bytes]]) -> int:
         """Store a batch's vectors (releasing its claims), refresh the index and run the
-        follow-up work; returns how many were stored."""
-        stored = await anyio.to_thread.run_sync(self._store_vectors, blobs, claimed)
+        follow-up work; returns how many were stored. When they cannot be stored (the store
+        failed), the next scan that starts once the queue is empty reads the batch's items again."""
+        try:
+            stored = await anyio.to_thread.run_sync(self._store_vectors, blobs, claimed)
+        except BaseException:
+            if claimed:  # embedded again later (they are still claimed by this process)
+                self._watermark = min(self._watermark, min(claimed) - 1)
+            raise
         if not blobs:
             return 0
         if self.vectors is not None:
@@ -512,7 +518,7 @@ class VectorBackfill:
                 rescan = True
             else:
                 rescan = False
-            done = 0
+            done, failed = 0, False
             if rescan or self._queue or self._more:
                 try:
                     done = await self.run_once(batch, batches=PIPELINE)
@@ -520,8 +526,9 @@ class VectorBackfill:
                     log.warning("vector backfill stopped: %s", exc.message)
                     return
                 except MemhubError as exc:
+                    failed = True  # what it took is read again: nothing is settled by this round
                     log.warning("vector backfill failed (%s): %s; retrying", exc.kind, exc.message)
-            if (rescan or done) and not self._queue and not self._more and not self.elsewhere:
+            if (rescan or done) and not failed and not self._queue and not self._more and not self.elsewhere:
                 self._mark_settled(self._scan_generation)  # written before the last scan: embedded
             if done and (self._queue or self._more):
                 idle = poll_seconds
