@@ -20,7 +20,10 @@ from collections.abc import Callable, Sequence
 
 Count = Callable[[str], int]  # rows matching a query expression
 Join = Callable[[Sequence[str]], str]  # terms OR-ed into one expression
-Newest = Callable[[str, int], int]  # lowest id among the `budget` newest matches (0: fewer match)
+# how the backend names "only the `budget` newest matches" (0: every match): PostgreSQL the
+# lowest id among them (0 when fewer match), SQLite `budget` itself (a window of its ranking
+# statement: store/sqlite/fts.py)
+Newest = Callable[[str, int], int]
 
 
 def bounded(terms: Sequence[str], budget: int, count: Count, join: Join, newest: Newest) -> tuple[str, int]:

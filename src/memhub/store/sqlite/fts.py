@@ -12,6 +12,11 @@ rows ranked near `budget`
    lowest) until the rarer ones match at most `budget` rows, always keeping the rarest;
 3. if even that is too many (one very common term), rank only its `budget` newest matches.
 
+"Its newest matches" is a window of the ranking statement itself (`ORDER BY rowid DESC LIMIT
+budget` under the BM25 sort: `bm25()` runs on those rows only), not a rowid found first by a
+statement of its own: one pass over the matches instead of two (a Japanese run's phrase
+~1.3 ms less at 100k, docs/benchmarks.md).
+
 Ranking then runs in FTS5 alone and visibility is checked on the best rows afterwards, in the
 same statement (the ranked rows joined with `items`; `text_search` widens until enough pass),
 instead of joining every matching row first.
@@ -30,7 +35,7 @@ from typing import Literal
 from memhub.core.text import bigrams, is_cjk, search_terms
 from memhub.store.sql.budget import bounded
 
-TEXT_BUDGET = 3_000  # rows ranked by BM25 per query at most (~4-5 ms at 100k, bench/text_budget.py)
+TEXT_BUDGET = 3_000  # rows ranked by BM25 per query at most (~4-9 ms at 100k, bench/text_budget.py)
 # A search for kinds with at most this many items (claims, decisions, topics beside 100k
 # memories) ranks only their rows, one rowid lookup each (~0.1-0.2 ms), instead of widening
 # through the matches of every kind (100k memories: ~85 ms, whatever the kind holds)
@@ -67,23 +72,10 @@ def _count(conn: sqlite3.Connection, expr: str) -> int:
 
 
 def bounded_match(conn: sqlite3.Connection, terms: Sequence[str], budget: int) -> tuple[str, int]:
-    """(MATCH expression OR-ing some of `terms`, lowest rowid to rank) scoring ~`budget` rows."""
-    return bounded(
-        terms,
-        budget,
-        lambda expr: _count(conn, expr),
-        " OR ".join,
-        lambda expr, most: newest_cutoff(conn, expr, most),
-    )
-
-
-def newest_cutoff(conn: sqlite3.Connection, expr: str, budget: int) -> int:
-    """The lowest rowid among the `budget` newest rows matching `expr` (0: fewer match)."""
-    row = conn.execute(
-        "SELECT rowid FROM items_fts WHERE items_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        [expr, budget - 1],
-    ).fetchone()
-    return int(row[0]) if row else 0
+    """(MATCH expression OR-ing some of `terms`, `newest`) scoring ~`budget` rows: `newest` 0
+    ranks every match of the expression, n > 0 its n newest (`ranked_sql`: a window of the
+    ranking statement, so no statement of its own finds where they start)."""
+    return bounded(terms, budget, lambda expr: _count(conn, expr), " OR ".join, lambda _expr, most: most)
 
 
 def rare_kinds(conn: sqlite3.Connection, kinds: Sequence[str]) -> bool:
@@ -96,26 +88,20 @@ def rare_kinds(conn: sqlite3.Connection, kinds: Sequence[str]) -> bool:
     return int(conn.execute(sql, [*kinds, RARE_KIND_ROWS + 1]).fetchone()[0]) <= RARE_KIND_ROWS
 
 
-def ranked_sql(expr: str, min_rowid: int, limit: int, kinds: Sequence[str] = ()) -> tuple[str, list[object]]:
-    """The query of `ranked` (columns rowid, score), to join with the items it names."""
-    only, args = "", [expr, min_rowid]
+def ranked_sql(expr: str, newest: int, limit: int, kinds: Sequence[str] = ()) -> tuple[str, list[object]]:
+    """The best `limit` BM25 rows (columns rowid, score: relevance >= 0, higher is better)
+    among the matches of `expr` (with `newest` > 0, its `newest` newest matches only; all of
+    them when fewer match), and with `kinds` only items of those kinds (for
+    `rare_kinds`; BM25 is the same, its statistics are the whole index's): a statement to
+    join with the items it names."""
+    only, args = "", [expr]
     if kinds:
         only = f" AND rowid IN (SELECT id FROM items WHERE kind IN ({', '.join('?' * len(kinds))}))"
         args.extend(kinds)
     # ordered by the selected column, one expression for the sort and the result (the same
     # rows in the same order as `ORDER BY bm25(items_fts)`, ~5 % less time: docs/benchmarks.md)
-    sql = (
-        f"SELECT rowid, -bm25(items_fts) AS score FROM items_fts WHERE items_fts MATCH ? AND rowid >= ?{only}"
-        " ORDER BY score DESC LIMIT ?"
-    )
-    return sql, [*args, limit]
-
-
-def ranked(
-    conn: sqlite3.Connection, expr: str, min_rowid: int, limit: int, kinds: Sequence[str] = ()
-) -> list[tuple[int, float]]:
-    """(rowid, BM25 relevance >= 0, higher is better), best first, among rows from `min_rowid`
-    on (and, with `kinds`, only items of those kinds: for `rare_kinds`; BM25 is the same, its
-    statistics are the whole index's)."""
-    sql, args = ranked_sql(expr, min_rowid, limit, kinds)
-    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, args).fetchall()]
+    scored = f"SELECT rowid, -bm25(items_fts) AS score FROM items_fts WHERE items_fts MATCH ?{only}"
+    if newest > 0:  # bm25() is computed for these rows only
+        scored = f"SELECT rowid, score FROM ({scored} ORDER BY rowid DESC LIMIT ?)"
+        args.append(newest)
+    return f"{scored} ORDER BY score DESC LIMIT ?", [*args, limit]

@@ -21,7 +21,6 @@ from memhub.store.sqlite.fts import (
     TEXT_BUDGET,
     bounded_match,
     match_term,
-    newest_cutoff,
     ranked_sql,
     rare_kinds,
 )
@@ -155,13 +154,11 @@ class SqliteTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, 
         matches = [m for term in terms if term and (m := build(term))]
         if not matches or limit <= 0:
             return []
-        expr, min_rowid = bounded_match(self.conn, matches, budget)
-        hits = self._ranked_visible(viewer, expr, min_rowid, kinds, project_id, limit, hidden)
+        expr, newest = bounded_match(self.conn, matches, budget)
+        hits = self._ranked_visible(viewer, expr, newest, kinds, project_id, limit, hidden)
         full = " OR ".join(matches)
         if len(hits) < limit and expr != full:  # the rare terms found too few for this viewer
-            more = self._ranked_visible(
-                viewer, full, newest_cutoff(self.conn, full, budget), kinds, project_id, limit, hidden
-            )
+            more = self._ranked_visible(viewer, full, budget, kinds, project_id, limit, hidden)
             best = dict(hits)
             for item_id, score in more:
                 best[item_id] = max(score, best.get(item_id, score))
@@ -172,22 +169,23 @@ class SqliteTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, 
         self,
         viewer: Viewer,
         expr: str,
-        min_rowid: int,
+        newest: int,
         kinds: Sequence[str],
         project_id: int | None,
         limit: int,
         hidden: tuple[Viewer, set[int]] | None = None,
     ) -> list[tuple[int, float]]:
-        """Up to `limit` best BM25 rows for `expr` from `min_rowid` on that the viewer may read;
-        with `hidden` (a wider viewer, a set), the ids ranked at least as high as the last hit
-        that the wider viewer may read and this one may not are added to the set."""
+        """Up to `limit` best BM25 rows for `expr` (of its `newest` newest matches when > 0:
+        fts.ranked_sql) that the viewer may read; with `hidden` (a wider viewer, a set), the ids
+        ranked at least as high as the last hit that the wider viewer may read and this one may
+        not are added to the set."""
         fetch = max(2 * limit, 64)  # most candidates are usually visible: widen when not
         only: tuple[str, ...] = ()
         where, where_args = self._where(viewer, ItemQuery(kinds=tuple(kinds), project_id=project_id))
         while True:
             # the best `fetch` rows and, in the same statement, whether the viewer may read
             # each (the one visibility filter, joined: no second query with their ids)
-            sql, args = ranked_sql(expr, min_rowid, fetch, only)
+            sql, args = ranked_sql(expr, newest, fetch, only)
             joined = self.conn.execute(
                 f"SELECT f.rowid, f.score, CASE WHEN {where} THEN 1 ELSE 0 END"
                 f" FROM ({sql}) f LEFT JOIN items i ON i.id = f.rowid ORDER BY f.score DESC, f.rowid",
