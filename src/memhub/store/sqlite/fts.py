@@ -94,7 +94,8 @@ def ranked_sql(expr: str, newest: int, limit: int, kinds: Sequence[str] = ()) ->
     them when fewer match), and with `kinds` only items of those kinds (for
     `rare_kinds`; BM25 is the same, its statistics are the whole index's): a statement to
     join with the items it names."""
-    only, args = "", [expr]
+    only = ""
+    args: list[object] = [expr]
     if kinds:
         only = f" AND rowid IN (SELECT id FROM items WHERE kind IN ({', '.join('?' * len(kinds))}))"
         args.extend(kinds)
