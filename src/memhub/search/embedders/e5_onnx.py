@@ -250,7 +250,15 @@ class OnnxEncoder:
     The threads never spin while idle.
     """
 
-    def __init__(self, weights: E5Weights, *, threads: int = 1, options: GraphOptions | None = None) -> None:
+    def __init__(
+        self,
+        weights: E5Weights,
+        *,
+        threads: int = 1,
+        options: GraphOptions | None = None,
+        model: bytes | None = None,
+    ) -> None:
+        """`model`: the graph `build_model(weights, options)` returns, when it was kept (e5_cache.py)."""
         import onnxruntime as ort
 
         self.weights = weights
@@ -259,7 +267,8 @@ class OnnxEncoder:
         # so do row_scales.
         opts = options or GraphOptions()
         self.batches = not opts.int8 or opts.row_scales
-        self._session = _session(ort, build_model(weights, options), max(1, threads))
+        graph = model if model is not None else build_model(weights, options)
+        self._session = _session(ort, graph, max(1, threads))
         cfg = weights.config
         self._positions = weights.vector("emb.pos").reshape(cfg.max_positions, cfg.hidden)
         self._type = weights.vector("emb.type")[: cfg.hidden]

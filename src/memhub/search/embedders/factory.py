@@ -42,7 +42,7 @@ def _model(key: str, cache_dir: Path | None) -> Embedder:
     module, extra = _MODEL_BACKENDS[key]
     if not _installed(module):
         raise EmbedderUnavailable(f"the {key} embedder is not installed", extra=extra)
-    return E5Embedder() if key == "e5" else UseEmbedder(cache_dir=cache_dir)
+    return E5Embedder(cache_dir=cache_dir) if key == "e5" else UseEmbedder(cache_dir=cache_dir)
 
 
 def twin(embedder: Embedder) -> Embedder | None:
