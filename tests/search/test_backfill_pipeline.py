@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import anyio
 import numpy as np
@@ -176,3 +177,27 @@ async def test_a_batch_the_store_refused_is_embedded_again(
         while await backfill.run_once(batch=2, batches=1):
             pass
     assert _stored(store, service.id) == set(ids)
+
+
+@pytest.mark.anyio
+async def test_a_refused_batch_in_a_pipelined_run_is_never_settled(
+    db_url: str, store: Store, add_item: AddItem
+) -> None:
+    """While a batch cannot be stored, this process's writes are not reported as embedded (the
+    batches after it in the queue are stored meanwhile); once the store takes it, they are."""
+    ids = [add_item(f"memo number {i}") for i in range(10)]
+    service = EmbeddingService(HashingEmbedder())
+    backfill = VectorBackfill(store, service)
+    _refuse_vectors_of(store, db_url, ids[2])
+    backfill.notify()  # these writes were this process's
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(backfill.run_forever, 0.02, max_poll_seconds=0.1, batch=2))
+        with anyio.fail_after(20):
+            while not backfill.running or not set(ids[4:]) <= _stored(store, service.id):
+                await anyio.sleep(0.02)
+        assert not await backfill.settle(1.0)  # item 2's batch is missing
+        assert not set(ids[2:4]) & _stored(store, service.id)
+        _refuse_vectors_of(store, db_url, None)
+        assert await backfill.settle(20)
+        assert _stored(store, service.id) == set(ids)
+        group.cancel_scope.cancel()

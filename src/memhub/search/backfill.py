@@ -324,9 +324,15 @@ class VectorBackfill:
             if stop:
                 await finish(*current)
                 break
-            async with task_group() as tg:  # an error of the next batch is raised as itself
-                tg.start_soon(finish, *current)
-                current = await self._embed_next(batch)
+            finishing = current
+            try:
+                async with task_group() as tg:  # an error of the next batch is raised as itself
+                    tg.start_soon(finish, *current)
+                    current = await self._embed_next(batch)
+            except BaseException:
+                if current is not finishing and current is not None:  # embedded, never stored
+                    self._read_again(current[0])
+                raise
         return sum(stored)
 
     async def _embed_next(self, batch: int) -> tuple[list[int], list[tuple[int, bytes]]] | None:
@@ -361,8 +367,7 @@ class VectorBackfill:
         try:
             stored = await anyio.to_thread.run_sync(self._store_vectors, blobs, claimed)
         except BaseException:
-            if claimed:  # embedded again later (they are still claimed by this process)
-                self._watermark = min(self._watermark, min(claimed) - 1)
+            self._read_again(claimed)  # embedded again later (they are still claimed by this process)
             raise
         if not blobs:
             return 0
@@ -375,6 +380,13 @@ class VectorBackfill:
             except MemhubError as exc:
                 log.warning("after embedding %d items: %s", len(blobs), exc.message)
         return stored
+
+    def _read_again(self, ids: Sequence[int]) -> None:
+        """Items taken from the queue and not stored: the next scan reads them again. Until it
+        has (`_more`: the scan runs once the queue is drained), nothing is settled."""
+        if ids:
+            self._watermark = min(self._watermark, min(ids) - 1)
+            self._more = True
 
     async def _embed(self, rows: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
         """(item id, vector bytes) for `rows`; a text the model fails on is skipped (and logged),
