@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memhub.core.text import index_text
+from memhub.store.base import Store
 from memhub.store.sqlite.fts import match_query
 from tests.core.test_text import NASTY
 
@@ -91,3 +92,44 @@ def test_a_rare_kind_is_ranked_on_its_own_rows(tmp_path: Path) -> None:
     store.close()
     assert found == claims  # shortest first: BM25 favours the shorter claim
     assert steps <= 3 * memory_steps + 5, (steps, memory_steps)
+
+
+def _budget_store(tmp_path: Path, bodies: list[tuple[str, str]]) -> tuple[Store, list[int]]:
+    from memhub.store.base import NewItem
+    from memhub.store.open import open_store
+
+    store = open_store(f"sqlite:///{tmp_path}/budget.db")
+    ids = []
+    for body, kind in bodies:
+        with store.transaction(write=True) as tx:
+            ids.append(tx.insert_item(NewItem(kind=kind, owner="alice", scope="global", body=body)).id)
+    return store, ids
+
+
+def test_equal_scores_rank_the_oldest_first_within_the_budget(tmp_path: Path) -> None:
+    """200 equally good matches: all of them ranked, the oldest first; over the budget, the
+    newest `budget` of them, again the oldest of those first."""
+    from memhub.core.models import Viewer
+
+    store, ids = _budget_store(tmp_path, [(f"alpha note {i}", "memory") for i in range(200)])
+    viewer = Viewer("alice", "2030-01-01T00:00:00Z")
+    with store.transaction(write=False) as tx:
+        assert [i for i, _ in tx.text_search(viewer, ["alpha"], [], None, 5, budget=3000)] == ids[:5]
+        assert [i for i, _ in tx.text_search(viewer, ["alpha"], [], None, 5, budget=100)] == ids[100:105]
+    store.close()
+
+
+def test_a_rare_kind_is_ranked_among_the_newest_matches_of_every_kind(tmp_path: Path) -> None:
+    """Over the budget, the kinds asked for are ranked among the newest matches of every kind
+    (as on PostgreSQL): older claims under a flood of newer memories are not reached."""
+    from memhub.core.models import Viewer
+
+    bodies = [(f"common claim {i}", "claim") for i in range(5)]
+    bodies += [(f"common memory {i}", "memory") for i in range(300)]
+    bodies += [(f"common claim {i} again", "claim") for i in range(2)]
+    store, ids = _budget_store(tmp_path, bodies)
+    viewer = Viewer("alice", "2030-01-01T00:00:00Z")
+    with store.transaction(write=False) as tx:
+        hits = tx.text_search(viewer, ["common"], ["claim"], None, 10, budget=100)
+        assert sorted(i for i, _ in hits) == ids[-2:]
+    store.close()

@@ -102,7 +102,13 @@ def ranked_sql(expr: str, newest: int, limit: int, kinds: Sequence[str] = ()) ->
     # ordered by the selected column, one expression for the sort and the result (the same
     # rows in the same order as `ORDER BY bm25(items_fts)`, ~5 % less time: docs/benchmarks.md)
     scored = f"SELECT rowid, -bm25(items_fts) AS score FROM items_fts WHERE items_fts MATCH ?{only}"
-    if newest > 0:  # bm25() is computed for these rows only
+    if newest > 0 and kinds:  # these kinds' rows among the newest matches of every kind
+        scored += (
+            " AND rowid >= coalesce((SELECT rowid FROM items_fts WHERE items_fts MATCH ?"
+            " ORDER BY rowid DESC LIMIT 1 OFFSET ?), 0)"
+        )
+        args.extend([expr, newest - 1])
+    elif newest > 0:  # bm25() is computed for these rows only
         scored = f"SELECT rowid, score FROM ({scored} ORDER BY rowid DESC LIMIT ?)"
         args.append(newest)
-    return f"{scored} ORDER BY score DESC LIMIT ?", [*args, limit]
+    return f"{scored} ORDER BY score DESC, rowid LIMIT ?", [*args, limit]  # ties: the oldest first
