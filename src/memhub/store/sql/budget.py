@@ -27,7 +27,8 @@ Newest = Callable[[str, int], int]
 
 
 def bounded(terms: Sequence[str], budget: int, count: Count, join: Join, newest: Newest) -> tuple[str, int]:
-    """(expression OR-ing some of `terms`, lowest id to rank) that scores ~`budget` rows."""
+    """(expression OR-ing some of `terms`, `newest`: 0 to rank every match, else what the backend's
+    `newest` named for its newest `budget` matches) that scores ~`budget` rows."""
     if budget < 1:
         raise ValueError("budget must be at least 1")
     expr = join(terms)
