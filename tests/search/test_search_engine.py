@@ -135,6 +135,30 @@ async def test_visibility_and_filters_apply_to_both_sides(
 
 
 @pytest.mark.anyio
+async def test_nearest_many_reads_each_viewers_visibility_on_its_own(
+    store: Store, add_item: AddItem, alice: Viewer, bob: Viewer
+) -> None:
+    """Several searches in one snapshot (the backfill links a batch of new memories this way):
+    a candidate's visibility is remembered per viewer, never lent to another."""
+    bobs = [add_item(f"kubernetes private note {i}", owner="bob", scope="user") for i in range(3)]
+    alices = [add_item(f"kubernetes private plan {i}", owner="alice", scope="user") for i in range(3)]
+    shared = [add_item(f"kubernetes deploy note {i}") for i in range(3)]
+    engine, backfill, service, _ = build(store)
+    await service.load()
+    await backfill.run_once()
+    near, far = [await service.embed_query(text) for text in ("kubernetes private note", "deploy plan")]
+    asks = [(alice, near), (bob, near), (alice, far), (bob, far), (alice, near)]
+    together = await engine.nearest_many(asks, k=20, kinds=("memory",))
+    one_by_one = [await engine.nearest(viewer, vec, k=20, kinds=("memory",)) for viewer, vec in asks]
+    assert together == one_by_one
+    for (viewer, _), hits in zip(asks, together, strict=True):
+        seen = {item for item, _ in hits}
+        mine, theirs = (alices, bobs) if viewer is alice else (bobs, alices)
+        assert seen == {*mine, *shared} and not seen & set(theirs)
+    assert await engine.nearest_many([], k=5) == []
+
+
+@pytest.mark.anyio
 async def test_parameters_are_validated(store: Store, alice: Viewer) -> None:
     engine, _, _, _ = build(store)
     for bad in ({"k_final": -1}, {"k_txt": 10_000}, {"alpha": 2.0}, {"method": "magic"}):

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 import numpy as np
@@ -213,8 +213,22 @@ class Profile:
     terms: frozenset[str]
 
 
+PROFILES_KEPT = 4096  # the texts whose profiles are kept: a memory is compared again by later batches
+PROFILE_KEPT_CHARS = 1000  # longer texts are profiled every time (the memo stays small)
+
+
 def profile(text: str) -> Profile:
+    """A text's language and content terms; remembered for the last PROFILES_KEPT texts (each
+    new memory is scored against ~20 older ones, so the backfill asks for the same few
+    hundred texts batch after batch)."""
+    return _kept_profile(text) if len(text) <= PROFILE_KEPT_CHARS else _profile(text)
+
+
+def _profile(text: str) -> Profile:
     return Profile(language(text), terms(text))
+
+
+_kept_profile = lru_cache(maxsize=PROFILES_KEPT)(_profile)
 
 
 Vector = npt.NDArray[np.float32]

@@ -271,24 +271,43 @@ class SearchEngine:
         project_id: int | None = None,
     ) -> list[tuple[int, float]]:
         """The `k` visible items whose vectors are closest to `query_vec`: (item id, cosine), best first."""
-        if self.vectors is None or k <= 0:
-            return []
+        found = await self.nearest_many([(viewer, query_vec)], k=k, kinds=kinds, project_id=project_id)
+        return found[0]
+
+    async def nearest_many(
+        self,
+        asks: Sequence[tuple[Viewer, Matrix]],
+        *,
+        k: int,
+        kinds: Sequence[str] = (),
+        project_id: int | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        """`nearest` for each (viewer, vector), in one read transaction on one worker thread:
+        a candidate's visibility is read once per viewer (a batch of new memories, linked by
+        the backfill, shares most of its neighbours)."""
+        if self.vectors is None or k <= 0 or not asks:
+            return [[] for _ in asks]
         return await anyio.to_thread.run_sync(
-            partial(self._search_index, self.vectors, query_vec, viewer, tuple(kinds), project_id, k)
+            partial(self._search_index, self.vectors, asks, tuple(kinds), project_id, k)
         )
 
     def _search_index(
         self,
         index: VectorSearch,
-        query_vec: Matrix,
-        viewer: Viewer,
+        asks: Sequence[tuple[Viewer, Matrix]],
         kinds: tuple[str, ...],
         project_id: int | None,
         limit: int,
-    ) -> list[tuple[int, float]]:
+    ) -> list[list[tuple[int, float]]]:
         index.refresh()
         with self.store.transaction(write=False) as tx:
-            return index.search(query_vec, limit, _allowed(self.store, tx, viewer, kinds, project_id, None))
+            checks: dict[Viewer, Allowed] = {}
+            found: list[list[tuple[int, float]]] = []
+            for viewer, query_vec in asks:
+                if viewer not in checks:
+                    checks[viewer] = _allowed(self.store, tx, viewer, kinds, project_id, None, remember=True)
+                found.append(index.search(query_vec, limit, checks[viewer]))
+            return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,12 +347,26 @@ def _allowed(
     kinds: tuple[str, ...],
     project_id: int | None,
     explain: Explanation | None,
+    *,
+    remember: bool = False,
 ) -> Allowed:
     """The vector side's visibility check, in the search's own snapshot: the store's one
-    visibility filter over each batch of candidates the index offers."""
+    visibility filter over each batch of candidates the index offers. `remember`: the
+    verdicts are kept, and an id asked again is not read again (several searches of one
+    viewer in one snapshot)."""
+    known: dict[int, bool] = {}
+
+    def visible(ids: list[int]) -> set[int]:
+        if not remember:
+            return tx.visible_ids(viewer, ids, kinds, project_id)
+        unread = [i for i in ids if i not in known]
+        if unread:
+            passed = tx.visible_ids(viewer, unread, kinds, project_id)
+            known.update((i, i in passed) for i in unread)
+        return {i for i in ids if known[i]}
 
     def allowed(ids: list[int]) -> set[int]:
-        passed = tx.visible_ids(viewer, ids, kinds, project_id)
+        passed = visible(ids)
         if explain is not None:
             # nearest neighbours a boundary class removed, counts only, within what the
             # viewer may otherwise read: items of other principals are never counted (a

@@ -66,35 +66,34 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
 
     authors = await runtime.in_thread(owners)
     now = isoformat(runtime.clock.now())
-    nearest: list[tuple[int, np.ndarray, list[int]]] = []
-    for item, vec in embedded:
-        if item not in authors:
-            continue  # not a memory (a discussion log, say), or deleted meanwhile
-        viewer = access.eyes_of(authors[item], now)
-        # candidates by the index's cosine, then scored model by model (ranking.association)
-        hits = await engine.nearest(viewer, vec, k=CANDIDATES, kinds=(Kind.MEMORY,))
-        nearest.append((item, vec, [other for other, _ in hits if other < item]))
-    ends = sorted({item for item, _, _ in nearest} | {other for _, _, others in nearest for other in others})
+    linked = [(item, vec) for item, vec in embedded if item in authors]  # not a memory, or deleted
+    # candidates by the index's cosine, then scored model by model (ranking.association)
+    asks = [(access.eyes_of(authors[item], now), vec) for item, vec in linked]
+    hits = await engine.nearest_many(asks, k=CANDIDATES, kinds=(Kind.MEMORY,))
+    nearest = [
+        (item, vec, [other for other, _ in found if other < item])
+        for (item, vec), found in zip(linked, hits, strict=True)
+    ]
+    others = sorted({other for _, _, near in nearest for other in near})
+    ends = sorted({item for item, _ in linked} | set(others))
 
     def read() -> tuple[dict[int, str], dict[int, bytes]]:  # texts: their languages choose the baselines
         with runtime.store.transaction(write=False) as tx:
-            stored = {i: tx.get_vector(i, embedding.id) for _, _, others in nearest for i in others}
-            return tx.norm_texts(ends), {i: blob for i, blob in stored.items() if blob is not None}
+            return tx.norm_texts(ends), tx.get_vectors(others, embedding.id)
 
     text, vectors = await runtime.in_thread(read) if ends else ({}, {})
     layout = calibration.parts(embedding.embedder)
     profiles = {i: calibration.profile(body) for i, body in text.items()}  # once per memory, not per pair
     found: list[tuple[int, int, float]] = []
-    for item, vec, others in nearest:
+    for item, vec, near in nearest:
         mine = profiles.get(item)
         sims = [
             (other, ranking.association(layout, vec, _vector(vectors[other]), mine, profiles.get(other)))
-            for other in others
+            for other in near
             if other in vectors
         ]
         sims.sort(key=lambda pair: (-pair[1], pair[0]))
-        near = [(other, sim) for other, sim in sims if sim >= SEMANTIC_MIN]
-        found.extend((item, other, sim) for other, sim in near[:SEMANTIC_K])
+        found.extend((item, other, sim) for other, sim in sims[:SEMANTIC_K] if sim >= SEMANTIC_MIN)
     if not found:
         return 0
 
