@@ -1,5 +1,5 @@
 """What e5 derives from its model file (the tokenizer's tables, ONNX Runtime's graphs), kept in
-memhub's cache (search/embedders/e5_cache.py): made once, read at later loads without the
+memhub's cache (search/embedders/model_cache.py): made once, read at later loads without the
 `onnx` package, never trusted when damaged."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memhub.search.embedders.e5_cache import FOLDER, Source, kept_bytes, source_of
+from memhub.search.embedders.model_cache import FOLDER, Source, kept_bytes, source_of
 
 
 class Builds:

