@@ -1,0 +1,135 @@
+"""Where the backfill's time goes, in process: `--n` memories imported, embedded and linked.
+
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1 PYTHONPATH=<checkout>/src \\
+        .venv/bin/python bench/indexing_stages.py [--embedder use] [--n 2000] [--stages]
+
+Builds the server as `memhub serve` does (the composition root, its background tasks) on a
+fresh database, waits for the model, then imports `--n` memories of bench/corpus.py through the
+in-memory MCP client (`memory_manage(import)`, 1,000 a call) and polls `admin(health_check)`
+until no vector is pending. Prints memories/s end to end and the process's CPU seconds.
+`--stages` also times the backfill's stages by wrapping the functions that run them (inclusive
+wall seconds, and CPU seconds of the thread for the ones that run on a worker thread); the
+wrappers cost a little, so compare rates without it. Run it once per checkout (PYTHONPATH).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import texts
+from memhub.cli.container import build_container
+from memhub.core.settings import Settings
+
+_wall: dict[str, float] = defaultdict(float)
+_cpu: dict[str, float] = defaultdict(float)
+_calls: Counter[str] = Counter()
+
+
+def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _wall[name] += time.perf_counter() - started
+            _cpu[name] += time.thread_time() - cpu
+            _calls[name] += 1
+
+    return wrapper
+
+
+def _timed_async(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            _wall[name] += time.perf_counter() - started
+            _calls[name] += 1
+
+    return wrapper
+
+
+def _instrument(runtime: Any) -> None:
+    from memhub.search import calibration, engine, vectors
+    from memhub.search.backfill import VectorBackfill
+    from memhub.services.assoc import memories
+
+    for name in ("_store_vectors", "_missing", "_claim"):
+        setattr(VectorBackfill, name, _timed(f"backfill.{name}", getattr(VectorBackfill, name)))
+    for name in ("_finish", "_embed_next"):
+        setattr(VectorBackfill, name, _timed_async(f"backfill.{name}", getattr(VectorBackfill, name)))
+    model = type(runtime.embedding.embedder)  # the query instance's and the indexer's class
+    model.embed_passages = _timed("embed_passages (worker)", model.embed_passages)
+    engine.SearchEngine._search_index = _timed("links: nearest (worker)", engine.SearchEngine._search_index)  # type: ignore[method-assign]
+    vectors.VectorIndex.refresh = _timed("index.refresh", vectors.VectorIndex.refresh)  # type: ignore[method-assign]
+    runtime.backfill.on_embedded = _timed_async("on_embedded (links)", runtime.backfill.on_embedded)
+    memories.calibration.profile = _timed("links: calibration.profile", calibration.profile)  # type: ignore[attr-defined]
+    memories.ranking.association = _timed("links: ranking.association", memories.ranking.association)  # type: ignore[attr-defined]
+
+
+async def _health(client: Client) -> dict[str, Any]:
+    result = await client.call_tool("admin", {"action": "health_check"})
+    return dict((result.structured_content or {}).get("details", {}))
+
+
+async def measure(embedder: str, n: int, stages: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        settings = Settings(
+            home=home, user="bench", project="bench", db=str(home / "m.db"), embedder=embedder
+        )
+        container = build_container(settings)
+        memories = [f"{text} (#{i})" for i, text in enumerate(texts(n))]
+        async with anyio.create_task_group() as group:
+            group.start_soon(container.run_background)
+            async with Client(container.server) as client:
+                while not (await _health(client)).get("embedder_ready"):
+                    await anyio.sleep(0.1)
+                if stages:
+                    _instrument(container.runtime)
+                started, cpu = time.perf_counter(), time.process_time()
+                for at in range(0, n, 1000):
+                    batch = [{"content": text, "domain": "user"} for text in memories[at : at + 1000]]
+                    data = json.dumps({"memories": batch})
+                    result = await client.call_tool(
+                        "memory_manage", {"action": "import", "import_data": data}
+                    )
+                    assert not result.is_error, result.content
+                imported = time.perf_counter() - started
+                while (await _health(client)).get("vectors_pending") != 0:
+                    await anyio.sleep(0.05)
+                wall, used = time.perf_counter() - started, time.process_time() - cpu
+            group.cancel_scope.cancel()
+        container.close()
+    print(f"{embedder}: {n} memories in {wall:.2f} s ({n / wall:.1f}/s; the import {imported:.2f} s)")
+    print(f"  the process's CPU {used:.2f} s")
+    for name in sorted(_wall, key=lambda key: -_wall[key]):
+        print(f"  {name:34s} calls {_calls[name]:6d}  wall {_wall[name]:6.2f} s  cpu {_cpu[name]:6.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--embedder", default="use")
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--stages", action="store_true", help="time the backfill's stages too")
+    args = parser.parse_args()
+    anyio.run(measure, args.embedder, args.n, args.stages)
+
+
+if __name__ == "__main__":
+    main()
