@@ -72,11 +72,13 @@ def by_best(scores: Sequence[float]) -> list[float]:
 def anchored(score: float, floor: float, best: float, flat: float = 1.0) -> float:
     """`(score - floor) / (best - floor)` clipped to [0, 1]; `flat` when `best` is not above
     `floor` (every candidate scored alike)."""
-    if math.isnan(score):
+    if score != score:  # NaN (math.isnan, without the call: this runs for every candidate)
         return 0.0
     if best <= floor:
         return flat
-    return max(0.0, min(1.0, (score - floor) / (best - floor)))
+    value = (score - floor) / (best - floor)  # max(0.0, min(1.0, value)), inline
+    value = value if value < 1.0 else 1.0
+    return value if value > 0.0 else 0.0
 
 
 Normaliser = Literal["min_max", "by_best"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 from memhub.search import calibration
 from memhub.search.fusion import anchored
@@ -55,7 +55,10 @@ COVERAGE_PROBE = 20
 
 
 def _clip(value: float) -> float:
-    return max(0.0, min(1.0, value))
+    """max(0.0, min(1.0, value)), NaN included (1.0), without two builtin calls: this runs
+    several times for each of a search's ~400 candidates."""
+    low = value if value < 1.0 else 1.0
+    return low if low > 0.0 else 0.0
 
 
 def calibrated(embedder_id: str, cosine: float) -> float:
@@ -163,6 +166,7 @@ def alpha_for(best_coverage: float) -> float:
     return ALPHA_KEYWORD if best_coverage >= COVERAGE_CUT else ALPHA_PARAPHRASE
 
 
+@lru_cache(maxsize=1024)  # a small integer: the same few values for every candidate
 def usage(access_count: int) -> float:
     return min(1.0, math.log1p(max(0, access_count)) / math.log1p(USAGE_SATURATION))
 
