@@ -19,8 +19,6 @@ import json
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,35 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import texts
 from memhub.cli.container import build_container
 from memhub.core.settings import Settings
-
-_wall: dict[str, float] = defaultdict(float)
-_cpu: dict[str, float] = defaultdict(float)
-_calls: Counter[str] = Counter()
-
-
-def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started, cpu = time.perf_counter(), time.thread_time()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _wall[name] += time.perf_counter() - started
-            _cpu[name] += time.thread_time() - cpu
-            _calls[name] += 1
-
-    return wrapper
-
-
-def _timed_async(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return await fn(*args, **kwargs)
-        finally:
-            _wall[name] += time.perf_counter() - started
-            _calls[name] += 1
-
-    return wrapper
+from search_breakdown import _cpu, _timed, _timed_async, _times  # the same stage timers
 
 
 def _instrument(runtime: Any) -> None:
@@ -116,8 +86,10 @@ async def measure(embedder: str, n: int, stages: bool) -> None:
         container.close()
     print(f"{embedder}: {n} memories in {wall:.2f} s ({n / wall:.1f}/s; the import {imported:.2f} s)")
     print(f"  the process's CPU {used:.2f} s")
-    for name in sorted(_wall, key=lambda key: -_wall[key]):
-        print(f"  {name:34s} calls {_calls[name]:6d}  wall {_wall[name]:6.2f} s  cpu {_cpu[name]:6.2f} s")
+    totals = {name: sum(times) / 1000 for name, times in _times.items()}
+    for name in sorted(totals, key=lambda key: -totals[key]):
+        cpu = sum(_cpu.get(name, ())) / 1000
+        print(f"  {name:34s} calls {len(_times[name]):6d}  wall {totals[name]:6.2f} s  cpu {cpu:6.2f} s")
 
 
 def main() -> None:
