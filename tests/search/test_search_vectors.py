@@ -289,3 +289,66 @@ def test_refresh_on_the_store_reads_what_changed(store: Store) -> None:
 def test_the_factory_gives_the_numpy_index_for_sqlite(store: Store) -> None:
     index = vector_search_for(store, EMB, DIM)
     assert isinstance(index, VectorSearch) and index.embedder_id == EMB and index.size() == 0
+
+
+@pytest.mark.parametrize("approx_min", [10**9, 40])  # every row scanned; the sketch pass first
+def test_search_many_answers_as_search_does_with_one_read_of_the_store(
+    store: Store,
+    add_item: AddItem,
+    delete_item: Callable[[int], None],
+    alice: Viewer,
+    bob: Viewer,
+    approx_min: int,
+) -> None:
+    rng = np.random.default_rng(11)
+    owners = ["alice", "bob"]
+    items = [add_item(f"m{i}", owner=owners[i % 2], scope="user") for i in range(120)]
+    for item in items:
+        vec = rng.normal(size=DIM).astype(np.float32)
+        put(store, item, vec / np.linalg.norm(vec))
+    index = VectorIndex(store, EMB, DIM, approx_min=approx_min, sketch_dims=4, rerank_min=30)
+    index.refresh()
+    delete_item(items[3])  # its vector is gone from the store, not yet from the index
+    queries = [rng.normal(size=DIM).astype(np.float32) for _ in range(6)]
+    filters: list[Callable[[list[int]], set[int]] | None] = [
+        visible_to(store, alice),
+        visible_to(store, bob),
+        None,
+        visible_to(store, alice),
+        lambda ids: set(),
+        visible_to(store, bob),
+    ]
+    asks = list(zip(queries, filters, strict=True))
+    one_by_one = [index.search(query, 7, allowed) for query, allowed in asks]
+
+    feed = _CountingFeed(store)  # the real store, its reads of vectors counted
+    counted = VectorIndex(feed, EMB, DIM, approx_min=approx_min, sketch_dims=4, rerank_min=30)
+    counted.refresh()
+    together = counted.search_many(asks, 7)
+    assert together == one_by_one
+    assert [len(hits) for hits in together] == [7, 7, 7, 7, 0, 7]
+    assert feed.reads == 1  # the candidates of every search rescored from one read
+    assert index.search_many([], 7) == []
+
+
+class _CountingFeed:
+    """A store seen through the index's `VectorFeed`, counting its reads of vectors."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.reads = 0
+
+    def vector_changes(
+        self, embedder: str, after_seq: int, limit: int | None = None
+    ) -> tuple[int, list[VectorChange]]:
+        return self.store.vector_changes(embedder, after_seq, limit)
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[_CountingFeed]:
+        with self.store.transaction(write=write) as tx:
+            self.tx = tx
+            yield self
+
+    def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
+        self.reads += 1
+        return self.tx.get_vectors(item_ids, embedder)

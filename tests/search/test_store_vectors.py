@@ -116,6 +116,11 @@ def test_the_visibility_rule_never_starves_the_results(
     assert search(index, query, 5, lambda ids: set()) == []
     bob_hits = {i for i, _ in search(index, query, 1000, VisibleTo(store, Visibility(bob)))}
     assert bob_hits == {*hidden, private, public, claim}
+    # several searches at once (the backfill's links): each answered as alone
+    asks = [(query, for_alice), (query, in_project), (unit(2), only_claims), (query, plain), (unit(1), None)]
+    alone = [index.search(q, 3, allowed) for q, allowed in asks]
+    assert index.search_many(asks, 3) == alone
+    assert [len(hits) for hits in alone] == [2, 3, 1, 2, 3]
 
 
 def test_nothing_expired_or_of_a_closed_boundary_is_found(

@@ -302,12 +302,10 @@ class SearchEngine:
         index.refresh()
         with self.store.transaction(write=False) as tx:
             checks: dict[Viewer, Allowed] = {}
-            found: list[list[tuple[int, float]]] = []
-            for viewer, query_vec in asks:
+            for viewer, _ in asks:
                 if viewer not in checks:
                     checks[viewer] = _allowed(self.store, tx, viewer, kinds, project_id, None, remember=True)
-                found.append(index.search(query_vec, limit, checks[viewer]))
-            return found
+            return index.search_many([(query_vec, checks[viewer]) for viewer, query_vec in asks], limit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,8 +87,9 @@ def widened_dot(
 ) -> Matrix:
     """`codes[:n] @ query` (or `codes[rows] @ query`, `n = len(rows)`) with the integer codes
     widened to float32 `block` rows at a time into one buffer that stays in cache: a float32
-    copy of every row at once costs more in memory traffic than the products."""
-    out = np.empty(n, dtype=np.float32)
+    copy of every row at once costs more in memory traffic than the products. `query` may be
+    a matrix (one query a column): each block is widened once for them all."""
+    out = np.empty((n, *query.shape[1:]), dtype=np.float32)
     buffer = np.empty((min(block, n), codes.shape[1]), dtype=np.float32)
     for start in range(0, n, block):
         end = min(n, start + block)

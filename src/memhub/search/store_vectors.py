@@ -10,6 +10,7 @@ to candidates taken best first, 2k at first and widening x4, as the numpy index 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
@@ -45,6 +46,12 @@ class StoreVectorSearch:
 
     def reset(self) -> None:
         return None
+
+    def search_many(
+        self, asks: Sequence[tuple[npt.ArrayLike, Allowed | None]], k: int
+    ) -> list[list[tuple[int, float]]]:
+        """`search` for each (query, allowed): the database walks its index once for each."""
+        return [self.search(query_vec, k, allowed) for query_vec, allowed in asks]
 
     def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:
         """Nothing to do up front: the database does the whole search when it is asked."""

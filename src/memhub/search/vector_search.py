@@ -12,7 +12,7 @@ contract has no add/remove: an implementation learns of changes on `refresh`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy.typing as npt
@@ -71,6 +71,13 @@ class VectorSearch(Protocol):
         self, query_vec: npt.ArrayLike, k: int, allowed: Allowed | None = None
     ) -> list[tuple[int, float]]:
         """The `k` best (item id, cosine) pairs among the ids `allowed` admits, best first (ties by id)."""
+        ...
+
+    def search_many(
+        self, asks: Sequence[tuple[npt.ArrayLike, Allowed | None]], k: int
+    ) -> list[list[tuple[int, float]]]:
+        """`search` for each (query, allowed), in order: what a batch of searches can share
+        (reads of the store) is done once."""
         ...
 
     def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -56,6 +56,7 @@ SCAN_ROWS = 1_024  # rows dequantised at a time by a scan of every row
 GATHER_ROWS = 256  # kept rows gathered and dequantised at a time after the sketch pass
 
 Floats = npt.NDArray[np.float32]
+Candidates = Callable[[Allowed | None], list[tuple[int, float]]]  # a prepared search's best, before rescoring
 
 
 class VectorReader(Protocol):
@@ -318,53 +319,104 @@ class VectorIndex:
         """
         return self.prepare(query_vec, k)(allowed)
 
+    def search_many(
+        self, asks: Sequence[tuple[npt.ArrayLike, Allowed | None]], k: int
+    ) -> list[list[tuple[int, float]]]:
+        """`search` for each (query, allowed), the exact rescoring of them all from one read of
+        the store (a batch of new memories linked by the backfill shares most neighbours)."""
+        prepared = self._prepare_many([query_vec for query_vec, _ in asks], k)
+        pending = [
+            (query, candidates(allowed))
+            for (query, candidates), (_, allowed) in zip(prepared, asks, strict=True)
+        ]
+        wanted = sorted({item_id for _, hits in pending for item_id, _ in hits[: self._exact_count(k)]})
+        stored = self._stored(wanted)
+        return [self._rescore(hits, query, k, stored) for query, hits in pending]
+
     def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:
         """`search` in two steps: the arithmetic now (the sketch pass and the kept rows' scores
         from the codes, or on a small index the scan of every row: numpy, no database), the
         rest (visibility, the exact rescoring, which read the store) when the returned function
         is called, in the caller's read transaction. The search engine runs this step on a
         thread of its own while its keyword side runs in the snapshot's thread."""
-        query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        if query.shape[0] != self.dim:
-            raise ValueError(f"query has {query.shape[0]} dimensions, the index {self.dim}")
-        if k <= 0:
-            return _nothing
+        query, candidates = self._prepare(query_vec, k)
+
+        def finish(allowed: Allowed | None) -> list[tuple[int, float]]:
+            hits = candidates(allowed)
+            exact = hits[: self._exact_count(k)]
+            return self._rescore(hits, query, k, self._stored([item_id for item_id, _ in exact]))
+
+        return finish
+
+    def _prepare(self, query_vec: npt.ArrayLike, k: int) -> tuple[Floats, Candidates]:
+        """The query as a float32 row, and the function that takes the candidates `allowed`
+        admits (best first by their scores from the codes) once the arithmetic is done."""
+        return self._prepare_many([query_vec], k)[0]
+
+    def _prepare_many(self, query_vecs: Sequence[npt.ArrayLike], k: int) -> list[tuple[Floats, Candidates]]:
+        """`_prepare` of each query; on an index small enough to score every row, every row's
+        codes are widened once for them all (one matrix product instead of one per query)."""
+        queries = [np.asarray(query_vec, dtype=np.float32).reshape(-1) for query_vec in query_vecs]
+        for query in queries:
+            if query.shape[0] != self.dim:
+                raise ValueError(f"query has {query.shape[0]} dimensions, the index {self.dim}")
+        if k <= 0 or not queries:
+            return [(query, _nothing) for query in queries]
         with self._lock:
             count = self._count
             if count == 0:
-                return _nothing
+                return [(query, _nothing) for query in queries]
             keep = max(self.rerank_min, int(count * self.rerank_share), 8 * k)
             if self._projection is not None and count >= self.approx_min and keep < count:
-                rough = sketches.scores(
-                    self._sketch, self._sketch_scales, count, self._projection.query(query)
-                )
-                rows = np.argpartition(rough, count - keep)[count - keep :]
-                rows.sort()  # in memory order: the gather below reads ahead
-                sketched = _scores(self._codes, self._scales, rows, query), self._ids[rows]
-                scanned = None
+                return [
+                    (query, self._candidates(query, k, self._sketched(query, count, keep), None))
+                    for query in queries
+                ]
+            ids = self._ids[:count].copy()  # a consistent snapshot
+            if len(queries) == 1:
+                columns = [self._scan(queries[0])]
             else:
-                sketched = None
-                scanned = self._scan(query), self._ids[: self._count].copy()  # a consistent snapshot
+                columns = list(np.ascontiguousarray(self._scan(np.stack(queries, axis=1)).T))
+        return [
+            (query, self._candidates(query, k, None, (scores, ids)))
+            for query, scores in zip(queries, columns, strict=True)
+        ]
 
-        def finish(allowed: Allowed | None) -> list[tuple[int, float]]:
+    def _sketched(self, query: Floats, count: int, keep: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+        """The `keep` rows the sketch pass ranks best, scored from their codes (call with `_lock` held)."""
+        assert self._projection is not None
+        rough = sketches.scores(self._sketch, self._sketch_scales, count, self._projection.query(query))
+        rows = np.argpartition(rough, count - keep)[count - keep :]
+        rows.sort()  # in memory order: the gather below reads ahead
+        return _scores(self._codes, self._scales, rows, query), self._ids[rows]
+
+    def _candidates(
+        self,
+        query: Floats,
+        k: int,
+        sketched: tuple[Floats, npt.NDArray[np.int64]] | None,
+        scanned: tuple[Floats, npt.NDArray[np.int64]] | None,
+    ) -> Candidates:
+        def candidates(allowed: Allowed | None) -> list[tuple[int, float]]:
             if sketched is not None:
                 hits = self._best(*sketched, k, allowed, complete=False)
                 if hits is not None:
-                    return self._rescore(hits, query, k)
+                    return hits
             every = scanned
             if every is None:  # too few of the sketch pass's rows passed: every row
                 with self._lock:
                     every = self._scan(query), self._ids[: self._count].copy()
-            return self._rescore(self._best(*every, k, allowed, complete=True) or [], query, k)
+            return self._best(*every, k, allowed, complete=True) or []
 
-        return finish
+        return candidates
 
     def _scan(self, query: Floats) -> Floats:
         """Scores of every row from the codes (call with `_lock` held): blocks of `SCAN_ROWS`
-        rows are widened to float32 in a buffer that stays in cache, then multiplied."""
+        rows are widened to float32 in a buffer that stays in cache, then multiplied. `query`
+        a row: (count,); queries as columns (dim, m): (count, m)."""
         count = self._count
         scores = sketches.widened_dot(self._codes, query, count, SCAN_ROWS)
-        scores *= self._scales[:count]
+        scores *= self._scales[:count, None] if scores.ndim == 2 else self._scales[:count]
         return scores
 
     def _best(
@@ -395,17 +447,28 @@ class VectorIndex:
                 return hits[:want] if complete or len(hits) >= k else None
             pool = min(count, pool * 4)
 
-    def _rescore(self, hits: list[tuple[int, float]], query: Floats, k: int) -> list[tuple[int, float]]:
+    def _exact_count(self, k: int) -> int:
+        """How many of a search's best candidates are rescored exactly."""
+        return min(k + self.rescore_extra, RESCORE_MAX)
+
+    def _stored(self, item_ids: list[int]) -> dict[int, bytes]:
+        """The float32 vectors of `item_ids` in the store, in one read transaction."""
+        if not item_ids:
+            return {}
+        with self.feed.transaction(write=False) as tx:
+            return tx.get_vectors(item_ids, self.embedder_id)
+
+    def _rescore(
+        self, hits: list[tuple[int, float]], query: Floats, k: int, stored: dict[int, bytes]
+    ) -> list[tuple[int, float]]:
         """The k best of `hits` (best first by their scores from the codes), the first
-        `min(k + rescore_extra, RESCORE_MAX)` of them rescored exactly from the float32 vectors
-        in the store. A hit past that cut, or whose vector is gone since the last refresh,
+        `_exact_count(k)` of them rescored exactly from their float32 vectors `stored` (read
+        from the store). A hit past that cut, or whose vector is gone since the last refresh,
         keeps its score from the codes (off by ~3e-4 at 896 dims)."""
         if not hits:
             return []
         size = self.dim * 4
-        exact = hits[: min(k + self.rescore_extra, RESCORE_MAX)]
-        with self.feed.transaction(write=False) as tx:  # one read for them all
-            stored = tx.get_vectors([item_id for item_id, _ in exact], self.embedder_id)
+        exact = hits[: self._exact_count(k)]
         blobs = [stored.get(item_id) for item_id, _ in exact]
         found = [i for i, blob in enumerate(blobs) if blob is not None and len(blob) == size]
         scores = [score for _, score in hits]
