@@ -1,7 +1,7 @@
 """Where the backfill's time goes, in process: `--n` memories imported, embedded and linked.
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1 PYTHONPATH=<checkout>/src \\
-        .venv/bin/python bench/indexing_stages.py [--embedder use] [--n 2000] [--stages]
+        .venv/bin/python bench/indexing_stages.py [--embedder use] [--n 2000] [--stages] [--links F]
 
 Builds the server as `memhub serve` does (the composition root, its background tasks) on a
 fresh database, waits for the model, then imports `--n` memories of bench/corpus.py through the
@@ -9,13 +9,15 @@ in-memory MCP client (`memory_manage(import)`, 1,000 a call) and polls `admin(he
 until no vector is pending. Prints memories/s end to end and the process's CPU seconds.
 `--stages` also times the backfill's stages by wrapping the functions that run them (inclusive
 wall seconds, and CPU seconds of the thread for the ones that run on a worker thread); the
-wrappers cost a little, so compare rates without it. Run it once per checkout (PYTHONPATH).
+wrappers cost a little, so compare rates without it. `--links F` writes the semantic links made
+(`src dst strength`), to check that two checkouts link alike. Run it once per checkout (PYTHONPATH).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import tempfile
 import time
@@ -47,7 +49,7 @@ def _instrument(runtime: Any) -> None:
     vectors.VectorIndex.refresh = _timed("index.refresh", vectors.VectorIndex.refresh)  # type: ignore[method-assign]
     runtime.backfill.on_embedded = _timed_async("on_embedded (links)", runtime.backfill.on_embedded)
     memories.calibration.profile = _timed("links: calibration.profile", calibration.profile)  # type: ignore[attr-defined]
-    memories.ranking.association = _timed("links: ranking.association", memories.ranking.association)  # type: ignore[attr-defined]
+    memories.ranking.associations = _timed("links: ranking.associations", memories.ranking.associations)  # type: ignore[attr-defined]
 
 
 async def _health(client: Client) -> dict[str, Any]:
@@ -55,7 +57,17 @@ async def _health(client: Client) -> dict[str, Any]:
     return dict((result.structured_content or {}).get("details", {}))
 
 
-async def measure(embedder: str, n: int, stages: bool) -> None:
+def _dump_links(db: Path, out: Path) -> None:
+    """The semantic links made, one `src dst strength` line each (to compare two checkouts)."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT src, dst, strength FROM links WHERE subtype = 'semantic' ORDER BY src, dst"
+        ).fetchall()
+    out.write_text("".join(f"{src} {dst} {strength}\n" for src, dst, strength in rows))
+    print(f"  {len(rows)} semantic links written to {out}")
+
+
+async def measure(embedder: str, n: int, stages: bool, links: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         settings = Settings(
@@ -84,6 +96,8 @@ async def measure(embedder: str, n: int, stages: bool) -> None:
                 wall, used = time.perf_counter() - started, time.process_time() - cpu
             group.cancel_scope.cancel()
         container.close()
+        if links is not None:
+            _dump_links(home / "m.db", links)
     print(f"{embedder}: {n} memories in {wall:.2f} s ({n / wall:.1f}/s; the import {imported:.2f} s)")
     print(f"  the process's CPU {used:.2f} s")
     totals = {name: sum(times) / 1000 for name, times in _times.items()}
@@ -99,8 +113,9 @@ def main() -> None:
     parser.add_argument("--embedder", default="use")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--stages", action="store_true", help="time the backfill's stages too")
+    parser.add_argument("--links", type=Path, help="write the semantic links made to this file")
     args = parser.parse_args()
-    anyio.run(measure, args.embedder, args.n, args.stages)
+    anyio.run(measure, args.embedder, args.n, args.stages, args.links)
 
 
 if __name__ == "__main__":

@@ -232,6 +232,7 @@ _kept_profile = lru_cache(maxsize=PROFILES_KEPT)(_profile)
 
 
 Vector = npt.NDArray[np.float32]
+Matrix = npt.NDArray[np.float32]  # rows of stored vectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,35 +268,76 @@ def part_cosines(layout: Sequence[Part], a: Vector, b: Vector) -> list[float]:
 def mixed_z(
     layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "any", shared: float = 0.0
 ) -> float | None:
-    """Each model's z (its cosine against its own unrelated pairs of memories of this language
-    pair) mixed by ASSOCIATION_WEIGHTS, plus LEXICAL_WEIGHT x `shared` (the texts' `overlap`)
-    for a combination of models; None when a model was never calibrated."""
+    """`mixed_zs` of one pair of memories."""
+    z = mixed_zs(layout, a, b[None, :], (pair,), (shared,))
+    return None if z is None else float(z[0])
+
+
+def mixed_zs(
+    layout: Sequence[Part],
+    a: Vector,
+    others: Matrix,
+    pairs: Sequence[LanguagePair],
+    shared: Sequence[float],
+) -> npt.NDArray[np.float64] | None:
+    """For `a` and each row of `others` (its language pair `pairs[i]`, the texts' `overlap`
+    `shared[i]`): each model's z (its cosine against its own unrelated pairs of memories of
+    that language pair) mixed by ASSOCIATION_WEIGHTS, plus LEXICAL_WEIGHT x the overlap for a
+    combination of models; 0 where a cosine is NaN. None when a model was never calibrated."""
     names = [_prefix(p.embedder_id, BASELINES) for p in layout]
-    z = total = 0.0
-    for name, cos in zip(names, part_cosines(layout, a, b), strict=True):
+    count = len(pairs)
+    z = np.zeros(count)
+    broken = np.zeros(count, dtype=bool)
+    total = 0.0
+    for name, part in zip(names, layout, strict=True):
         if name is None:
             return None
-        base = BASELINES[name].get(("passage", pair)) or BASELINES[name][("passage", "any")]
+        cos = (others[:, part.start : part.stop] @ a[part.start : part.stop]).astype(np.float64) / part.weight
+        bases = [_passage_baseline(name, pair) for pair in pairs]
+        median = np.fromiter((base.median for base in bases), dtype=np.float64, count=count)
+        spread = np.fromiter((base.p95 - base.median for base in bases), dtype=np.float64, count=count)
+        broken |= np.isnan(cos) | (spread <= 0)
         weight = ASSOCIATION_WEIGHTS.get(name, 1.0)
-        spread = base.p95 - base.median
-        if math.isnan(cos) or spread <= 0:
-            return 0.0
-        z += weight * (cos - base.median) / spread
+        z += weight * (cos - median) / np.where(spread > 0, spread, 1.0)
         total += weight
-    return z / total + (LEXICAL_WEIGHT * shared if len(layout) > 1 else 0.0)
+    z /= total
+    if len(layout) > 1:
+        z += LEXICAL_WEIGHT * np.asarray(shared, dtype=np.float64)
+    z[broken] = 0.0
+    return z
+
+
+def _passage_baseline(name: str, pair: LanguagePair) -> Baseline:
+    return BASELINES[name].get(("passage", pair)) or BASELINES[name][("passage", "any")]
 
 
 def pair_similarity(
     layout: Sequence[Part], a: Vector, b: Vector, pair: LanguagePair = "any", shared: float = 0.0
 ) -> float:
-    """The calibrated similarity of two memories' stored vectors (module docstring): each
-    model's z against its unrelated pairs of this language pair, mixed by ASSOCIATION_WEIGHTS
-    with the texts' term overlap `shared`, calibrated again for the mix (one model: its own
-    passage calibration, no overlap). Falls back to the clipped cosine of the whole vectors
-    when a model was never calibrated."""
-    z = mixed_z(layout, a, b, pair, shared)
+    """`pair_similarities` of one pair of memories."""
+    return pair_similarities(layout, a, b[None, :], (pair,), (shared,))[0]
+
+
+def pair_similarities(
+    layout: Sequence[Part],
+    a: Vector,
+    others: Matrix,
+    pairs: Sequence[LanguagePair],
+    shared: Sequence[float],
+) -> list[float]:
+    """The calibrated similarity of the stored vector `a` and each row of `others` (module
+    docstring): each model's z against its unrelated pairs of that row's language pair
+    `pairs[i]`, mixed by ASSOCIATION_WEIGHTS with the texts' term overlap `shared[i]`,
+    calibrated again for the mix (one model: its own passage calibration, no overlap). Falls
+    back to the clipped cosine of the whole vectors when a model was never calibrated. One
+    matrix product per model for all the rows (the backfill scores ~20 candidates a memory)."""
+    z = mixed_zs(layout, a, others, pairs, shared)
     if z is None:
-        return calibrated("", float(a @ b), "passage", pair)
+        whole = (others @ a).tolist()
+        return [calibrated("", cos, "passage", pair) for cos, pair in zip(whole, pairs, strict=True)]
     names = tuple(_prefix(p.embedder_id, BASELINES) or "" for p in layout)
     mixed = PAIR_BASELINES.get(names) if len(names) > 1 else None
-    return from_baseline(z, (mixed.get(pair) or mixed["any"]) if mixed else Baseline(0.0, 1.0))
+    return [
+        from_baseline(value, (mixed.get(pair) or mixed["any"]) if mixed else Baseline(0.0, 1.0))
+        for value, pair in zip(z.tolist(), pairs, strict=True)
+    ]

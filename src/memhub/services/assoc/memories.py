@@ -84,15 +84,17 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
     text, vectors = await runtime.in_thread(read) if ends else ({}, {})
     layout = calibration.parts(embedding.embedder)
     profiles = {i: calibration.profile(body) for i, body in text.items()}  # once per memory, not per pair
+    dim = embedding.dim
+    stored = [other for other in others if len(vectors.get(other, b"")) == 4 * dim]
+    row = {other: i for i, other in enumerate(stored)}
+    matrix = np.frombuffer(b"".join(vectors[other] for other in stored), dtype="<f4").reshape(-1, dim)
     found: list[tuple[int, int, float]] = []
-    for item, vec, near in nearest:
-        mine = profiles.get(item)
-        sims = [
-            (other, ranking.association(layout, vec, _vector(vectors[other]), mine, profiles.get(other)))
-            for other in near
-            if other in vectors
-        ]
-        sims.sort(key=lambda pair: (-pair[1], pair[0]))
+    for item, vec, near in nearest:  # each memory's candidates scored in one product per model
+        scored = [other for other in near if other in row]
+        rows = matrix[[row[other] for other in scored]]
+        theirs = [profiles.get(other) for other in scored]
+        scores = ranking.associations(layout, vec, rows, profiles.get(item), theirs)
+        sims = sorted(zip(scored, scores, strict=True), key=lambda pair: (-pair[1], pair[0]))
         found.extend((item, other, sim) for other, sim in sims[:SEMANTIC_K] if sim >= SEMANTIC_MIN)
     if not found:
         return 0
@@ -106,10 +108,6 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
             return len(made)
 
     return await runtime.in_thread(write)
-
-
-def _vector(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype="<f4")
 
 
 def _link(tx: Tx, src: int, dst: int, subtype: str, strength: float) -> m.Association:

@@ -73,16 +73,38 @@ def association(
     text_a: str | calibration.Profile | None = None,
     text_b: str | calibration.Profile | None = None,
 ) -> float:
-    """The calibrated similarity of two memories from their stored vectors, model by model
-    (calibration.pair_similarity), given their texts (or their calibration.profile, read once
-    for a memory compared with many) when known: the baselines of their language pair (two
-    English, two Japanese or one of each) and the terms they share."""
-    if text_a is None or text_b is None:
-        return calibration.pair_similarity(layout, a, b)
-    one = calibration.profile(text_a) if isinstance(text_a, str) else text_a
-    other = calibration.profile(text_b) if isinstance(text_b, str) else text_b
-    pair = calibration.language_pair(one.language, other.language)
-    return calibration.pair_similarity(layout, a, b, pair, calibration.overlap(one.terms, other.terms))
+    """`associations` of two memories."""
+    return associations(layout, a, b[None, :], text_a, [text_b])[0]
+
+
+def associations(
+    layout: Sequence[calibration.Part],
+    a: calibration.Vector,
+    others: calibration.Matrix,
+    text_a: str | calibration.Profile | None,
+    texts: Sequence[str | calibration.Profile | None],
+) -> list[float]:
+    """The calibrated similarity of a memory and each of `others` from their stored vectors
+    (rows), model by model (calibration.pair_similarities), given their texts (or their
+    calibration.profile, read once for a memory compared with many) where known: the
+    baselines of their language pair (two English, two Japanese or one of each) and the
+    terms they share."""
+    one = _profile(text_a)
+    pairs: list[calibration.LanguagePair] = []
+    shared: list[float] = []
+    for text in texts:
+        other = _profile(text)
+        if one is None or other is None:
+            pairs.append("any")
+            shared.append(0.0)
+        else:
+            pairs.append(calibration.language_pair(one.language, other.language))
+            shared.append(calibration.overlap(one.terms, other.terms))
+    return calibration.pair_similarities(layout, a, others, pairs, shared)
+
+
+def _profile(text: str | calibration.Profile | None) -> calibration.Profile | None:
+    return calibration.profile(text) if isinstance(text, str) else text
 
 
 @cache  # a lookup in a constant table, once per search candidate

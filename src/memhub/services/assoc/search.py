@@ -377,17 +377,12 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         rows = tx.query_items(
             viewer, replace(scoped.restrict(where), ids=list(cosines), limit=len(cosines) or 1)
         )
-        layout, stored, mine = (
-            calibration.parts(embedding.embedder),
-            tx.get_vector,
-            calibration.profile(row.body),
-        )
-        sims = {
-            r.id: ranking.association(layout, vec, np.frombuffer(blob, dtype="<f4"), mine, r.body)
-            for r in rows
-            if (blob := stored(r.id, embedding.id)) is not None
-        }
-        rows = [r for r in rows if r.id in sims]
+        stored = tx.get_vectors([r.id for r in rows], embedding.id)
+        rows = [r for r in rows if len(stored.get(r.id, b"")) == 4 * embedding.dim]
+        matrix = np.frombuffer(b"".join(stored[r.id] for r in rows), dtype="<f4").reshape(-1, embedding.dim)
+        layout, mine = calibration.parts(embedding.embedder), calibration.profile(row.body)
+        scores = ranking.associations(layout, vec, matrix, mine, [r.body for r in rows])
+        sims = dict(zip((r.id for r in rows), scores, strict=True))
         kept = sorted((r for r in rows if sims[r.id] >= args.threshold), key=lambda r: (-sims[r.id], r.id))
         chosen = kept[: args.limit]
         return [domains.to_memory(r, score=sims[r.id], similarity=sims[r.id]) for r in chosen], len(kept)
