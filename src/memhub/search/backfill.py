@@ -22,7 +22,10 @@ whatever is missing.
 Read your writes: `readiness(timeout)` is what a read that needs vectors calls first. It waits,
 within `timeout` in all, for a model still loading and then for this process's writes to get
 their vectors — but only for a backlog it can clear in the time left (estimated from the
-measured embedding rate); otherwise it answers at once. The `Readiness` it returns says what
+measured embedding rate); otherwise it answers at once. The judgement is made again whenever
+the backfill learns more while the read waits: a write of many items (an import) counts as one
+until the backfill's scan has read it, and the read then stops waiting at once instead of
+waiting out its timeout. The `Readiness` it returns says what
 the read may miss (the model not loaded: keyword search alone; items still without vectors).
 """
 
@@ -265,14 +268,14 @@ class VectorBackfill:
             if not self._running:
                 return Readiness("ready", self._caught_up >= self._written, self._estimate())
         target = self._written
-        if self._caught_up < target:
+        while self._caught_up < target:  # judged again as the backfill learns (a scan, a batch)
             left = deadline - anyio.current_time()
-            if not self._more and self._estimate() * self.seconds_per_item <= left:
-                with anyio.move_on_after(max(0.0, left)):
-                    while self._caught_up < target:
-                        if self._settled is None:
-                            self._settled = anyio.Event()
-                        await self._settled.wait()
+            if left <= 0 or self._more or self._estimate() * self.seconds_per_item > left:
+                break  # a backlog it cannot clear in time (an import just scanned): answer now
+            with anyio.move_on_after(left):
+                if self._settled is None:
+                    self._settled = anyio.Event()
+                await self._settled.wait()
         backlog = self._estimate() if (self._queue or self._more or self._caught_up < target) else 0
         if self._more:
             backlog = max(backlog, self.prefetch)
@@ -281,6 +284,10 @@ class VectorBackfill:
     def _mark_settled(self, generation: int | None = None) -> None:
         """Every write up to `generation` (None: all) has its vector and its follow-up work."""
         self._caught_up = max(self._caught_up, self._written if generation is None else generation)
+        self._wake_waiters()
+
+    def _wake_waiters(self) -> None:
+        """Reads waiting in `settle` / `readiness` look again (caught up? a backlog now known?)."""
         if self._settled is not None:
             self._settled.set()
             self._settled = None
@@ -302,6 +309,7 @@ class VectorBackfill:
             limit = max(batch, self.prefetch)
             self._queue.extend(await anyio.to_thread.run_sync(self._missing, limit))
             self._more = len(self._queue) >= limit  # a full fetch: the table may hold more
+            self._wake_waiters()  # the backlog is known now: a read waiting for it may not wait
         stored: list[int] = []
         since = [time.perf_counter()]  # the rate counts this run's time once, batch by batch
 
