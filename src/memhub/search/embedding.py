@@ -12,9 +12,10 @@ its core, and no indexer job starts while a query's inference runs. While no que
 (none for `borrow_quiet_s`: searches come in bursts) the backlog also borrows the query
 instance, one small chunk at a time (as many passages as
 take about `borrow_seconds`, measured), so both cores index; a query arriving then waits for
-that one chunk at most. Only for a model slower than `borrow_min_item_s` a passage: a fast one
-(USE, ~2 ms a passage in numpy) holds the GIL for much of its work, and a second thread
-slowed it down in bench/indexing.py rather than helping. The indexer is made
+that one chunk at most. Only for a model slower than `borrow_min_item_s` a passage (the
+hashing embedder's microseconds are not worth a second thread). USE on ONNX Runtime (~2.5 ms a
+passage) runs its arithmetic without the GIL and borrows too: in numpy it held the GIL for
+much of its work, and a second thread slowed it down then (docs/benchmarks.md). The indexer is made
 (by `make_indexer`, from the composition root) when a backlog first needs it and dropped by
 `trim` once unused for `index_idle_s`, so a server without a backlog holds one model only.
 
@@ -109,7 +110,7 @@ class EmbeddingService:
         chunk_chars: int = 2000,
         batch_size: int = 32,
         borrow_seconds: float = 0.015,
-        borrow_min_item_s: float = 0.01,
+        borrow_min_item_s: float = 0.001,
         borrow_quiet_s: float = 2.0,
         index_seconds: float = 0.1,
         index_min: int = 16,
