@@ -367,9 +367,10 @@ class VectorIndex:
             if count == 0:
                 return [(query, _nothing) for query in queries]
             keep = max(self.rerank_min, int(count * self.rerank_share), 8 * k)
-            if self._projection is not None and count >= self.approx_min and keep < count:
+            projection = self._projection
+            if projection is not None and count >= self.approx_min and keep < count:
                 return [
-                    (query, self._candidates(query, k, self._sketched(query, count, keep), None))
+                    (query, self._candidates(query, k, self._sketched(projection, query, count, keep), None))
                     for query in queries
                 ]
             ids = self._ids[:count].copy()  # a consistent snapshot
@@ -382,10 +383,11 @@ class VectorIndex:
             for query, scores in zip(queries, columns, strict=True)
         ]
 
-    def _sketched(self, query: Floats, count: int, keep: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+    def _sketched(
+        self, projection: Projection, query: Floats, count: int, keep: int
+    ) -> tuple[Floats, npt.NDArray[np.int64]]:
         """The `keep` rows the sketch pass ranks best, scored from their codes (call with `_lock` held)."""
-        assert self._projection is not None
-        rough = sketches.scores(self._sketch, self._sketch_scales, count, self._projection.query(query))
+        rough = sketches.scores(self._sketch, self._sketch_scales, count, projection.query(query))
         rows = np.argpartition(rough, count - keep)[count - keep :]
         rows.sort()  # in memory order: the gather below reads ahead
         return _scores(self._codes, self._scales, rows, query), self._ids[rows]
