@@ -172,3 +172,22 @@ def test_shared_terms_raise_the_similarity_of_two_memories_of_a_model_pair_only(
     one = (Part("hash-v1/2", 0, 2),)
     x, y = _pair_at(0.5)
     assert pair_similarity(one, x, y, "en", 0.9) == pair_similarity(one, x, y, "en")
+
+
+def test_profiles_are_remembered_within_a_budget_of_terms() -> None:
+    """The memo of profiles is bounded by the terms it holds, not by a count of texts: long
+    Japanese texts (a term per character) cannot grow it past TERMS_KEPT."""
+    from memhub.search import calibration
+
+    kanji = [chr(0x4E00 + i) for i in range(3000)]
+    texts = ["".join(kanji[(n * 7 + i * 13) % 3000] for i in range(900)) for n in range(300)]
+    for text in texts:
+        made = calibration.profile(text)
+        assert made == calibration.Profile(language(text), terms(text))
+        assert calibration.profile(text) is made  # asked again at once: remembered
+    memo = calibration._PROFILES
+    assert 0 < memo.held <= calibration.TERMS_KEPT
+    assert memo.held == sum(len(p.terms) + 1 for p in memo.kept.values())
+    assert texts[0] not in memo.kept and texts[-1] in memo.kept  # the oldest went first
+    long = "設定" * (calibration.PROFILE_KEPT_CHARS // 2 + 1)
+    assert calibration.profile(long) == calibration.Profile("ja", terms(long)) and long not in memo.kept

@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from memhub.core.models import Viewer
+from memhub.search import vectors
 from memhub.search.vector_search import VectorSearch, vector_search_for
 from memhub.search.vectors import VectorIndex
 from memhub.store.base import Store, VectorChange
@@ -291,7 +292,11 @@ def test_the_factory_gives_the_numpy_index_for_sqlite(store: Store) -> None:
     assert isinstance(index, VectorSearch) and index.embedder_id == EMB and index.size() == 0
 
 
-@pytest.mark.parametrize("approx_min", [10**9, 40])  # every row scanned; the sketch pass first
+@pytest.mark.parametrize(
+    ("approx_min", "cells"),
+    [(10**9, vectors.SCAN_CELLS), (10**9, 250), (40, vectors.SCAN_CELLS)],
+    ids=["scanned at once", "scanned two at a time", "sketched"],
+)
 def test_search_many_answers_as_search_does_with_one_read_of_the_store(
     store: Store,
     add_item: AddItem,
@@ -299,7 +304,10 @@ def test_search_many_answers_as_search_does_with_one_read_of_the_store(
     alice: Viewer,
     bob: Viewer,
     approx_min: int,
+    cells: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(vectors, "SCAN_CELLS", cells)  # 250 over 120 rows: groups of two queries
     rng = np.random.default_rng(11)
     owners = ["alice", "bob"]
     items = [add_item(f"m{i}", owner=owners[i % 2], scope="user") for i in range(120)]

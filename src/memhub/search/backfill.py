@@ -320,6 +320,7 @@ class VectorBackfill:
                 now = time.perf_counter()
                 self._batches.append((now - since[0], stored[-1]))
                 since[0] = now
+                self._wake_waiters()  # the backlog is smaller and the rate known better: judge again
 
         current = await self._embed_next(batch)
         for taken in range(1, batches + 1):

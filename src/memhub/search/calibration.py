@@ -40,9 +40,11 @@ across languages too; the mix's baselines are measured with that term.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from typing import Literal
 
 import numpy as np
@@ -213,22 +215,53 @@ class Profile:
     terms: frozenset[str]
 
 
-PROFILES_KEPT = 4096  # the texts whose profiles are kept: a memory is compared again by later batches
-PROFILE_KEPT_CHARS = 1000  # longer texts are profiled every time (the memo stays small)
+TERMS_KEPT = 100_000  # the profiles kept hold this many terms at most (~10 MiB)...
+PROFILE_KEPT_CHARS = 1000  # ...of texts this long at most (longer ones are profiled every time)
 
 
 def profile(text: str) -> Profile:
-    """A text's language and content terms; remembered for the last PROFILES_KEPT texts (each
-    new memory is scored against ~20 older ones, so the backfill asks for the same few
-    hundred texts batch after batch)."""
-    return _kept_profile(text) if len(text) <= PROFILE_KEPT_CHARS else _profile(text)
+    """A text's language and content terms; remembered for the texts asked for last (each new
+    memory is scored against ~20 older ones, so the backfill asks for the same few hundred
+    texts batch after batch), as many as hold TERMS_KEPT terms in all: the memo's size is
+    bounded by what it holds, not by a count of texts (1,000 characters of Japanese are ~1,000
+    terms; a typical note 20)."""
+    if len(text) > PROFILE_KEPT_CHARS:
+        return _profile(text)
+    return _PROFILES.get(text) or _PROFILES.put(text, _profile(text))
 
 
 def _profile(text: str) -> Profile:
     return Profile(language(text), terms(text))
 
 
-_kept_profile = lru_cache(maxsize=PROFILES_KEPT)(_profile)
+class _Memo:
+    """The profiles of the texts asked for last, as many as hold `terms` terms in all (each
+    text counts one more). Asked from the event loop and from worker threads: locked."""
+
+    def __init__(self, terms: int) -> None:
+        self.budget = terms
+        self.held = 0
+        self.kept: OrderedDict[str, Profile] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, text: str) -> Profile | None:
+        with self.lock:
+            found = self.kept.get(text)
+            if found is not None:
+                self.kept.move_to_end(text)
+            return found
+
+    def put(self, text: str, made: Profile) -> Profile:
+        with self.lock:
+            if text not in self.kept:
+                self.kept[text] = made
+                self.held += len(made.terms) + 1
+                while self.held > self.budget:
+                    self.held -= len(self.kept.popitem(last=False)[1].terms) + 1
+        return made
+
+
+_PROFILES = _Memo(TERMS_KEPT)
 
 
 Vector = npt.NDArray[np.float32]
@@ -283,7 +316,8 @@ def mixed_zs(
     """For `a` and each row of `others` (its language pair `pairs[i]`, the texts' `overlap`
     `shared[i]`): each model's z (its cosine against its own unrelated pairs of memories of
     that language pair) mixed by ASSOCIATION_WEIGHTS, plus LEXICAL_WEIGHT x the overlap for a
-    combination of models; 0 where a cosine is NaN. None when a model was never calibrated."""
+    combination of models; 0 where a cosine is NaN or a baseline's spread is not positive.
+    None when a model was never calibrated."""
     names = [_prefix(p.embedder_id, BASELINES) for p in layout]
     count = len(pairs)
     z = np.zeros(count)

