@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
@@ -289,13 +289,25 @@ def parts(embedder: Embedder) -> tuple[Part, ...]:
     return (Part(embedder.id, 0, embedder.dim),)
 
 
+def stacked(ids: Sequence[int], blobs: Mapping[int, bytes], dim: int) -> tuple[list[int], Matrix]:
+    """The ids of `ids` whose stored vector in `blobs` has `dim` float32s (a blob of another
+    length is damaged: left out), and those vectors as the rows of one matrix, in that order."""
+    kept = [i for i in ids if len(blobs.get(i, b"")) == 4 * dim]
+    return kept, np.frombuffer(b"".join(blobs[i] for i in kept), dtype="<f4").reshape(-1, dim)
+
+
 def _prefix(embedder_id: str, prefixes: Iterable[str]) -> str | None:
     return next((prefix for prefix in prefixes if embedder_id.startswith(prefix)), None)
 
 
 def part_cosines(layout: Sequence[Part], a: Vector, b: Vector) -> list[float]:
     """Each model's own cosine of two stored vectors."""
-    return [float(a[p.start : p.stop] @ b[p.start : p.stop]) / p.weight for p in layout]
+    return [float(cos[0]) for cos in _part_cosines(layout, a, b[None, :])]
+
+
+def _part_cosines(layout: Sequence[Part], a: Vector, others: Matrix) -> list[npt.NDArray[np.float64]]:
+    """Each model's own cosines of `a` and each row of `others`: one matrix product a model."""
+    return [(others[:, p.start : p.stop] @ a[p.start : p.stop]).astype(np.float64) / p.weight for p in layout]
 
 
 def mixed_z(
@@ -318,15 +330,14 @@ def mixed_zs(
     that language pair) mixed by ASSOCIATION_WEIGHTS, plus LEXICAL_WEIGHT x the overlap for a
     combination of models; 0 where a cosine is NaN or a baseline's spread is not positive.
     None when a model was never calibrated."""
-    names = [_prefix(p.embedder_id, BASELINES) for p in layout]
+    names = [name for p in layout if (name := _prefix(p.embedder_id, BASELINES)) is not None]
+    if len(names) < len(layout):
+        return None
     count = len(pairs)
     z = np.zeros(count)
     broken = np.zeros(count, dtype=bool)
     total = 0.0
-    for name, part in zip(names, layout, strict=True):
-        if name is None:
-            return None
-        cos = (others[:, part.start : part.stop] @ a[part.start : part.stop]).astype(np.float64) / part.weight
+    for name, cos in zip(names, _part_cosines(layout, a, others), strict=True):
         bases = [_passage_baseline(name, pair) for pair in pairs]
         median = np.fromiter((base.median for base in bases), dtype=np.float64, count=count)
         spread = np.fromiter((base.p95 - base.median for base in bases), dtype=np.float64, count=count)

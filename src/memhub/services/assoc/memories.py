@@ -84,10 +84,8 @@ async def link_semantic(runtime: Runtime, embedded: Sequence[tuple[int, np.ndarr
     text, vectors = await runtime.in_thread(read) if ends else ({}, {})
     layout = calibration.parts(embedding.embedder)
     profiles = {i: calibration.profile(body) for i, body in text.items()}  # once per memory, not per pair
-    dim = embedding.dim
-    stored = [other for other in others if len(vectors.get(other, b"")) == 4 * dim]
+    stored, matrix = calibration.stacked(others, vectors, embedding.dim)
     row = {other: i for i, other in enumerate(stored)}
-    matrix = np.frombuffer(b"".join(vectors[other] for other in stored), dtype="<f4").reshape(-1, dim)
     found: list[tuple[int, int, float]] = []
     for item, vec, near in nearest:  # each memory's candidates scored in one product per model
         scored = [other for other in near if other in row]

@@ -377,9 +377,10 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         rows = tx.query_items(
             viewer, replace(scoped.restrict(where), ids=list(cosines), limit=len(cosines) or 1)
         )
-        stored = tx.get_vectors([r.id for r in rows], embedding.id)
-        rows = [r for r in rows if len(stored.get(r.id, b"")) == 4 * embedding.dim]
-        matrix = np.frombuffer(b"".join(stored[r.id] for r in rows), dtype="<f4").reshape(-1, embedding.dim)
+        blobs = tx.get_vectors([r.id for r in rows], embedding.id)
+        stored, matrix = calibration.stacked([r.id for r in rows], blobs, embedding.dim)
+        kept_ids = set(stored)
+        rows = [r for r in rows if r.id in kept_ids]  # in `stored`'s order: the matrix's rows
         layout, mine = calibration.parts(embedding.embedder), calibration.profile(row.body)
         scores = ranking.associations(layout, vec, matrix, mine, [r.body for r in rows])
         sims = dict(zip((r.id for r in rows), scores, strict=True))
