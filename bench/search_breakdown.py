@@ -16,6 +16,11 @@ arithmetic), in CPU time: cProfile follows one thread, so each such call is prof
 own thread and the profiles are added up.
 Run it once per checkout (PYTHONPATH) to compare.
 
+`--db postgresql://…` times a PostgreSQL store instead, used as it is (no copy: the searches
+write only access counts): a database seeded by `bench.assoc_latency.seed(url, n, embedder)`
+(it ends with ANALYZE, as autovacuum would within a minute); the PostgreSQL stages
+(`PostgresTx`, the BM25 computed in Python, the nearest-neighbour query) are timed too.
+
 `--fresh` times queries that are each new to the server (the `--dump` texts, in order): every
 search then embeds its query, where the default's repeated queries come from the cache.
 
@@ -127,6 +132,15 @@ def _instrument() -> None:
         ("memhub.services.assoc.domains", None, "to_memory", False),
         ("memhub.services.access", None, "viewer", False),
         ("memhub.services.deferred", "DeferredWrites", "flush", False),
+        ("memhub.store.postgres.tx", "PostgresTx", "text_search", False),
+        ("memhub.store.postgres.tx", "PostgresTx", "nearest_vectors", False),
+        ("memhub.store.postgres.tx", "PostgresTx", "visible_ids", False),
+        ("memhub.store.postgres.tx", "PostgresTx", "get_vectors", False),
+        ("memhub.store.postgres.tx", "PostgresTx", "query_briefs", False),
+        ("memhub.store.postgres.tx", "PostgresTx", "norm_texts", False),
+        ("memhub.store.postgres.tx", "PostgresTx", "query_items", False),
+        ("memhub.store.postgres.bm25", None, "ranked", False),
+        ("memhub.search.store_vectors", "StoreVectorSearch", "prepare", False),
     ]
     for module_name, owner_name, attr, is_async in targets:
         module = importlib.import_module(module_name)
@@ -278,7 +292,8 @@ async def _warm(runtime: Runtime) -> None:
 
 
 async def measure(
-    db: Path,
+    db: Path | str,
+    home: Path,
     embedder: str,
     queries: int,
     profile: str | None,
@@ -288,7 +303,7 @@ async def measure(
 ) -> None:
     if not rss and dump is None:
         _instrument()
-    settings = Settings(home=db.parent, user="bench", project="bench", db=str(db), embedder=embedder)
+    settings = Settings(home=home, user="bench", project="bench", db=str(db), embedder=embedder)
     container = build_container(settings)
     runtime = container.runtime
     rng = random.Random(9)
@@ -355,7 +370,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--db", required=True, help="a database seeded by assoc_latency.py --seeded")
+    parser.add_argument(
+        "--db", required=True, help="a database seeded by assoc_latency.py --seeded, or a postgresql:// URL"
+    )
     parser.add_argument("--embedder", default="e5+use")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--profile", help="write a cProfile of the timed calls here")
@@ -364,9 +381,13 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="every query text new to the server (embedded)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "bench.db"
-        shutil.copyfile(args.db, db)
-        anyio.run(measure, db, args.embedder, args.queries, args.profile, args.rss, args.dump, args.fresh)
+        db: Path | str = args.db  # a PostgreSQL database is used as it is (its searches write no item)
+        if not args.db.startswith("postgresql://"):
+            db = Path(tmp) / "bench.db"
+            shutil.copyfile(args.db, db)
+        anyio.run(
+            measure, db, Path(tmp), args.embedder, args.queries, args.profile, args.rss, args.dump, args.fresh
+        )
 
 
 if __name__ == "__main__":

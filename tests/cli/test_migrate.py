@@ -147,6 +147,11 @@ async def test_a_store_moves_to_postgresql_and_keeps_working(tmp_path: Path, pos
     assert postgres.rows(target, "SELECT id, at, principal, tool, outcome, detail, prev_hash, hash"
                          " FROM events ORDER BY id")[: len(events)] == events  # fmt: skip
     assert postgres.rows(target, "SELECT tool FROM events ORDER BY id DESC LIMIT 1") == [("cli.migrate",)]
+    # the planner's statistics come with the copy, not at autovacuum's next pass (a minute on)
+    analyzed = postgres.rows(
+        target, "SELECT DISTINCT tablename FROM pg_stats WHERE schemaname = current_schema()"
+    )
+    assert {"items", "items_fts", "vectors", "links", "events"} <= {name for (name,) in analyzed}
 
     doctor = memhub(home, target, "doctor")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr

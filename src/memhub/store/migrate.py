@@ -4,7 +4,9 @@ One read snapshot of the source (store/sqlite/dump.py), one write transaction on
 (store/postgres/load.py): every table of `TABLES` is copied row for row in that order (parents
 before the rows that point at them), ids, timestamps and the audit events as they are, so the
 hash chain verifies on the target; `REBUILT` tables are derived there instead (the text
-index, the vector change feed). Then, still inside the transaction, the verification: the row
+index, the vector change feed), and every table is analyzed (the planner's statistics, which
+PostgreSQL would otherwise take up to a minute after the commit). Then, still inside the
+transaction, the verification: the row
 count of every table, the audit chain (it verifies, and ends on the source's last hash), and a
 sample of keyword searches, each answering the same ids on both stores. Any failure rolls the
 whole transaction back: the target is left as it was.
@@ -107,6 +109,7 @@ def migrate(
             outcome.copied[table.name] = counts[table.name]
         report(done, total, "text index")
         dst.tx.reindex_text()
+        dst.analyze([t.name for t in TABLES] + list(REBUILT))  # the verification's plans use them too
         report(done, total, "verifying")
         outcome.events, outcome.searches = _verify(src, dst, counts, check_chain)
         if audit is not None:

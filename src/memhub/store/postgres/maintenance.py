@@ -27,6 +27,9 @@ class MaintenanceMixin(SqlMaintenance):
                 "SELECT id, title, body, tags FROM items WHERE id > %s ORDER BY id LIMIT %s", (last, batch)
             ).fetchall()
             if not rows:
+                # the whole table was written anew: the planner's statistics now, not at
+                # autovacuum's next pass (its plans choose between the GIN index and a scan)
+                self.conn.execute("ANALYZE items_fts")
                 return done
             # one statement per batch: the index's statistics row (migration 0004) is updated
             # once per statement, and many updates of one row in one transaction grow slower
