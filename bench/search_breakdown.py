@@ -24,6 +24,10 @@ write only access counts): a database seeded by `bench.assoc_latency.seed(url, n
 `--fresh` times queries that are each new to the server (the `--dump` texts, in order): every
 search then embeds its query, where the default's repeated queries come from the cache.
 
+`--memo-keywords` answers each keyword side (`SqliteTx.text_search`) from a memo of its first
+answer for the same terms: the whole search as it would be with a keyword side that costs
+nothing (what an in-process keyword index could at best give; a measurement, not a mode).
+
 `--dump FILE` instead writes what 200 fixed queries return (the bench queries, then single
 sentences of the seeded corpus' kind): one JSON line per query, its results in order (id,
 score, similarity). Run it once per checkout on the same database and compare the files
@@ -100,6 +104,23 @@ def _timed_async(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
                 _times[name].append((time.perf_counter() - started) * 1000)
 
     return wrapper
+
+
+def _memo_keywords() -> None:
+    """`SqliteTx.text_search` answered from a memo of its first answer per (terms, kinds,
+    project, limit): the keyword side at no cost (`--memo-keywords`)."""
+    from memhub.store.sqlite.tx import SqliteTx
+
+    search = SqliteTx.text_search
+    memo: dict[tuple[Any, ...], list[tuple[int, float]]] = {}
+
+    def remembered(self: SqliteTx, viewer: Any, terms: Any, kinds: Any, project_id: Any, limit: int) -> Any:
+        key = (tuple(terms), tuple(kinds), project_id, limit)
+        if key not in memo:
+            memo[key] = search(self, viewer, terms, kinds, project_id, limit)
+        return memo[key]
+
+    SqliteTx.text_search = remembered  # type: ignore[method-assign,assignment]
 
 
 def _instrument() -> None:
@@ -379,7 +400,12 @@ def main() -> None:
     parser.add_argument("--rss", action="store_true", help="resident memory after each step instead")
     parser.add_argument("--dump", type=Path, help="write 200 fixed queries' results here instead")
     parser.add_argument("--fresh", action="store_true", help="every query text new to the server (embedded)")
+    parser.add_argument(
+        "--memo-keywords", action="store_true", help="the keyword side from a memo: its cost taken away"
+    )
     args = parser.parse_args()
+    if args.memo_keywords:
+        _memo_keywords()
     with tempfile.TemporaryDirectory() as tmp:
         db: Path | str = args.db  # a PostgreSQL database is used as it is (its searches write no item)
         if not args.db.startswith("postgresql://"):

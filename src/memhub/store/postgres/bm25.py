@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from psycopg import Connection
-from psycopg.rows import DictRow
+from psycopg.rows import DictRow, tuple_row
 
 K1 = 1.2
 B = 0.75
@@ -80,22 +80,30 @@ def ranked(
         else:
             words.setdefault(term.lexemes[0], []).append(index)
     positions = ", u.positions" if others else ""
-    rows = conn.execute(
-        f"SELECT f.item_id, f.tokens, u.lexeme, array_length(u.positions, 1) AS n{positions}"
-        f" FROM items_fts f, unnest({kept}) u WHERE f.text @@ %s::tsquery AND f.item_id >= %s",
-        [*args, expr, min_id],
-    ).fetchall()
+    # rows as tuples: one per (matching item, lexeme), thousands for a common term, where
+    # building a dict for each cost more than the loop below (docs/benchmarks.md)
+    rows = (
+        conn.cursor(row_factory=tuple_row)
+        .execute(
+            f"SELECT f.item_id, f.tokens, u.lexeme, array_length(u.positions, 1) AS n{positions}"
+            f" FROM items_fts f, unnest({kept}) u WHERE f.text @@ %s::tsquery AND f.item_id >= %s",
+            [*args, expr, min_id],
+        )
+        .fetchall()
+    )
     lengths: dict[int, int] = {}
     tfs: dict[int, dict[int, int]] = {}  # item -> term index -> tf (terms it holds only)
     held: dict[int, dict[str, list[int]]] = {}
-    for r in rows:
-        item_id = int(r["item_id"])
-        if item_id not in lengths:
-            lengths[item_id], tfs[item_id] = int(r["tokens"]), {}
-        for index in words.get(r["lexeme"], ()):
-            tfs[item_id][index] = int(r["n"])
+    for row in rows:
+        item_id, lexeme = row[0], row[2]
+        counts = tfs.get(item_id)
+        if counts is None:
+            lengths[item_id] = row[1]
+            counts = tfs[item_id] = {}
+        for index in words.get(lexeme, ()):
+            counts[index] = row[3]
         if others:
-            held.setdefault(item_id, {})[r["lexeme"]] = list(r["positions"])
+            held.setdefault(item_id, {})[lexeme] = row[4]
     for index, term in others:
         for item_id, at in held.items():
             if tf := term.tf(at):

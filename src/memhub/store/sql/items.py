@@ -184,8 +184,8 @@ class ItemsMixin:
     def norm_texts(self, ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
         for chunk in chunks(ids):
-            sql = f"SELECT id, norm_text FROM items WHERE id IN ({self.dialect.placeholders(chunk)})"
-            rows = self.conn.execute(sql, chunk)
+            among, among_args = self.dialect.among("id", chunk)
+            rows = self.conn.execute(f"SELECT id, norm_text FROM items WHERE {among}", among_args)
             if self.cipher is None:
                 out.update((int(r["id"]), str(r["norm_text"])) for r in rows)
             else:
@@ -262,11 +262,9 @@ class ItemsMixin:
         where, args = self._where(viewer, ItemQuery(kinds=tuple(kinds), project_id=project_id))
         found: set[int] = set()
         for chunk in chunks(ids):
-            sql = (
-                f"SELECT i.id FROM items i{self.dialect.by_rowid}"
-                f" WHERE i.id IN ({self.dialect.placeholders(chunk)}) AND {where}"
-            )
-            found.update(int(r["id"]) for r in self.conn.execute(sql, [*chunk, *args]))
+            among, among_args = self.dialect.among("i.id", chunk)
+            sql = f"SELECT i.id FROM items i{self.dialect.by_rowid} WHERE {among} AND {where}"
+            found.update(int(r["id"]) for r in self.conn.execute(sql, [*among_args, *args]))
         return found
 
     def item_owners(self, ids: Sequence[int], kinds: Sequence[str]) -> dict[int, str]:
@@ -289,9 +287,10 @@ class ItemsMixin:
         """Edges touching any of `ids` (either direction), of the given types (all when empty)."""
         if not ids:
             return []
-        among = self.dialect.placeholders(ids)
-        sql = f"SELECT * FROM links WHERE (src IN ({among}) OR dst IN ({among}))"
-        args: list[Any] = [*ids, *ids]
+        src, src_args = self.dialect.among("src", ids)
+        dst, dst_args = self.dialect.among("dst", ids)
+        sql = f"SELECT * FROM links WHERE ({src} OR {dst})"
+        args: list[Any] = [*src_args, *dst_args]
         if types:
             sql += f" AND type IN ({self.dialect.placeholders(types)})"
             args.extend(types)
@@ -321,10 +320,10 @@ class ItemsMixin:
     def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
         out: dict[int, bytes] = {}
         for chunk in chunks(item_ids):
+            among, among_args = self.dialect.among("item_id", chunk)
             rows = self.conn.execute(
-                f"SELECT item_id, vec FROM vectors WHERE embedder = {self.dialect.param}"
-                f" AND item_id IN ({self.dialect.placeholders(chunk)})",
-                (embedder, *chunk),
+                f"SELECT item_id, vec FROM vectors WHERE embedder = {self.dialect.param} AND {among}",
+                (embedder, *among_args),
             )
             out.update((int(row["item_id"]), bytes(row["vec"])) for row in rows)
         return out

@@ -71,8 +71,9 @@ def item_where(
             where.append(f"i.{column} IN ({dialect.placeholders(values)})")
             args.extend(values)
     if query.ids is not None:
-        where.append(f"i.id IN ({dialect.placeholders(query.ids) or 'NULL'})")
-        args.extend(query.ids)
+        among, among_args = dialect.among("i.id", query.ids)
+        where.append(among)
+        args.extend(among_args)
     for column, op, value in (
         ("session_id", "=", query.session_id),
         ("owner", "=", query.owner),
