@@ -118,7 +118,7 @@ def seed(db: Path | str, n: int, embedder_name: str) -> None:
                 )
                 if embedder is not None:
                     tx.put_vector(row.id, embedder.id, vectors[k].tobytes(), embedder.dim)
-    if not isinstance(db, Path):
+    if str(db).startswith(("postgresql://", "postgres://")):
         # PostgreSQL: the planner's statistics, as autovacuum takes them within a minute of a
         # bulk write (and `memhub migrate` at once). Searched right after the seeding without
         # them, it scanned every vector rather than walk the HNSW index: 2026-11-25's figures

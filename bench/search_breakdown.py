@@ -16,10 +16,11 @@ arithmetic), in CPU time: cProfile follows one thread, so each such call is prof
 own thread and the profiles are added up.
 Run it once per checkout (PYTHONPATH) to compare.
 
-`--db postgresql://…` times a PostgreSQL store instead, used as it is (no copy: the searches
-write only access counts): a database seeded by `bench.assoc_latency.seed(url, n, embedder)`
-(it ends with ANALYZE, as autovacuum would within a minute); the PostgreSQL stages
-(`PostgresTx`, the BM25 computed in Python, the nearest-neighbour query) are timed too.
+`--db postgresql://…` times a PostgreSQL store instead, used as it is (not copied: its
+searches bump access counts, which the ranking reads, so `--dump` and `--memo-keywords` are
+refused there): a database seeded by `bench.assoc_latency.seed(url, n, embedder)` (it ends
+with ANALYZE, as autovacuum would within a minute); the PostgreSQL stages (`PostgresTx`, the
+BM25 computed in Python, the nearest-neighbour query) are timed too.
 
 `--fresh` times queries that are each new to the server (the `--dump` texts, in order): every
 search then embeds its query, where the default's repeated queries come from the cache.
@@ -108,7 +109,8 @@ def _timed_async(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _memo_keywords() -> None:
     """`SqliteTx.text_search` answered from a memo of its first answer per (terms, kinds,
-    project, limit): the keyword side at no cost (`--memo-keywords`)."""
+    project, limit; the bench has one viewer): the keyword side at no cost (`--memo-keywords`,
+    SQLite stores only)."""
     from memhub.store.sqlite.tx import SqliteTx
 
     search = SqliteTx.text_search
@@ -164,7 +166,10 @@ def _instrument() -> None:
         ("memhub.search.store_vectors", "StoreVectorSearch", "prepare", False),
     ]
     for module_name, owner_name, attr, is_async in targets:
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:  # an older checkout, or no psycopg: nothing of it to time
+            continue
         owner = getattr(module, owner_name, None) if owner_name else module
         if owner is None:
             continue
@@ -404,11 +409,15 @@ def main() -> None:
         "--memo-keywords", action="store_true", help="the keyword side from a memo: its cost taken away"
     )
     args = parser.parse_args()
+    on_postgresql = args.db.startswith(("postgresql://", "postgres://"))
+    if on_postgresql and (args.dump or args.memo_keywords):
+        # its searches bump access counts, which rank: a second checkout's dump would differ
+        parser.error("--dump and --memo-keywords need a SQLite file (a PostgreSQL store is used in place)")
     if args.memo_keywords:
         _memo_keywords()
     with tempfile.TemporaryDirectory() as tmp:
-        db: Path | str = args.db  # a PostgreSQL database is used as it is (its searches write no item)
-        if not args.db.startswith("postgresql://"):
+        db: Path | str = args.db  # a PostgreSQL database is used as it is, not copied
+        if not on_postgresql:
             db = Path(tmp) / "bench.db"
             shutil.copyfile(args.db, db)
         anyio.run(

@@ -1,6 +1,7 @@
 """store/sql: the one visibility filter and `where` builder, rendered for each dialect. The
 SQLite rendering is what the contract tests run; the PostgreSQL one must bind every value
-with its own placeholder and use none of SQLite's functions or planner hints."""
+with a placeholder (a list of ids as one array) and use none of SQLite's functions or planner
+hints."""
 
 from __future__ import annotations
 
@@ -48,3 +49,10 @@ def test_no_boundary_class_sees_nothing_in_either_dialect() -> None:
     closed = Viewer(principal="alice", now="2030-01-01T00:00:00Z", boundaries=frozenset())
     assert visible(closed, "i", SQLITE) == ("0", [])
     assert visible(closed, "i", POSTGRESQL) == ("FALSE", [])
+
+
+def test_a_list_of_ids_is_one_array_on_postgresql_and_a_placeholder_each_on_sqlite() -> None:
+    assert SQLITE.among("i.id", [5, 6, 7]) == ("i.id IN (?, ?, ?)", [5, 6, 7])
+    assert POSTGRESQL.among("i.id", [5, 6, 7]) == ("i.id = ANY(%s::bigint[])", [[5, 6, 7]])
+    for dialect in (SQLITE, POSTGRESQL):  # no id: no row, and nothing to bind
+        assert dialect.among("i.id", []) == (dialect.false, [])

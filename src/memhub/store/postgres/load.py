@@ -87,7 +87,7 @@ class PostgresTarget:
         commit with it). Until autovacuum's next pass would take them (up to a minute after the
         commit), the planner would read the empty tables' statistics: at 10k memories it then
         scanned every vector (each one read out of line) rather than walk the HNSW index, ~60 ms
-        a search instead of ~6 (docs/benchmarks.md)."""
+        for the nearest-neighbour query instead of ~6 (docs/benchmarks.md)."""
         names = sql.SQL(", ").join(sql.Identifier(t) for t in tables)
         with _failing("analyzing the copy"):
             self.tx.conn.execute(sql.SQL("ANALYZE {}").format(names))

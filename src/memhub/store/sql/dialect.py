@@ -5,6 +5,8 @@ A `Dialect` is data plus a few tiny functions: the parameter placeholder, the li
 `mh_plain` on every connection; a backend without one cannot filter encrypted text in SQL),
 and planner hints (SQLite's unary `+` keeps its planner off an index, `NOT INDEXED` holds it to
 rowid lookups; PostgreSQL has no such hints, so they are no-ops there).
+A list of ids is one placeholder each on SQLite and one array parameter on PostgreSQL
+(`among`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class Dialect:
     def among(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         """`column` is one of `ids` (no row for none), and its parameters. PostgreSQL binds them
         as one array (`= ANY(%s::bigint[])`): one statement text whatever their count, so it is
-        parsed and planned as one, where 400 placeholders took ~2x as long (docs/benchmarks.md)."""
+        parsed and planned as one, where 400 placeholders took ~2x as long (docs/benchmarks.md,
+        "the planner's statistics after a bulk write")."""
         if not ids:
             return self.false, []
         if self.id_array:

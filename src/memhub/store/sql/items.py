@@ -61,6 +61,11 @@ class ItemsMixin:
 
     # -- helpers ---------------------------------------------------------------------------
 
+    def _id_chunks(self, ids: Sequence[int]) -> list[list[int]]:
+        """`ids` in chunks of at most ID_CHUNK (one placeholder each), or in one piece where the
+        dialect binds a list as one array (PostgreSQL)."""
+        return ([list(ids)] if ids else []) if self.dialect.id_array else chunks(ids)
+
     def _item(self, row: Columns) -> ItemRow:
         return item_from_row(row, self.cipher)
 
@@ -183,7 +188,7 @@ class ItemsMixin:
 
     def norm_texts(self, ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
-        for chunk in chunks(ids):
+        for chunk in self._id_chunks(ids):
             among, among_args = self.dialect.among("id", chunk)
             rows = self.conn.execute(f"SELECT id, norm_text FROM items WHERE {among}", among_args)
             if self.cipher is None:
@@ -261,7 +266,7 @@ class ItemsMixin:
         """The subset of `ids` the viewer may read (vector and keyword candidates); any number."""
         where, args = self._where(viewer, ItemQuery(kinds=tuple(kinds), project_id=project_id))
         found: set[int] = set()
-        for chunk in chunks(ids):
+        for chunk in self._id_chunks(ids):
             among, among_args = self.dialect.among("i.id", chunk)
             sql = f"SELECT i.id FROM items i{self.dialect.by_rowid} WHERE {among} AND {where}"
             found.update(int(r["id"]) for r in self.conn.execute(sql, [*among_args, *args]))
@@ -269,11 +274,11 @@ class ItemsMixin:
 
     def item_owners(self, ids: Sequence[int], kinds: Sequence[str]) -> dict[int, str]:
         out: dict[int, str] = {}
-        for chunk in chunks(ids):
+        for chunk in self._id_chunks(ids):
+            among, among_args = self.dialect.among("id", chunk)
             rows = self.conn.execute(
-                f"SELECT id, owner FROM items WHERE id IN ({self.dialect.placeholders(chunk)})"
-                f" AND kind IN ({self.dialect.placeholders(kinds)})",
-                [*chunk, *kinds],
+                f"SELECT id, owner FROM items WHERE {among} AND kind IN ({self.dialect.placeholders(kinds)})",
+                [*among_args, *kinds],
             )
             out.update((int(r["id"]), str(r["owner"])) for r in rows)
         return out
@@ -319,7 +324,7 @@ class ItemsMixin:
 
     def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
         out: dict[int, bytes] = {}
-        for chunk in chunks(item_ids):
+        for chunk in self._id_chunks(item_ids):
             among, among_args = self.dialect.among("item_id", chunk)
             rows = self.conn.execute(
                 f"SELECT item_id, vec FROM vectors WHERE embedder = {self.dialect.param} AND {among}",
