@@ -125,6 +125,9 @@ def _memo_keywords() -> None:
     SqliteTx.text_search = remembered  # type: ignore[method-assign,assignment]
 
 
+BACKEND_TXS = (("memhub.store.sqlite.tx", "SqliteTx"), ("memhub.store.postgres.tx", "PostgresTx"))
+
+
 def _instrument() -> None:
     """Wrap the stages of a memory search (whatever exists in the checkout on PYTHONPATH)."""
     import importlib
@@ -147,23 +150,18 @@ def _instrument() -> None:
         ("memhub.search.vectors", "VectorIndex", "_rescore", False),
         ("memhub.search.vectors", "VectorIndex", "_scan", False),
         ("memhub.search.vectors", None, "_scores", False),
-        ("memhub.store.sqlite.tx", "SqliteTx", "visible_ids", False),
-        ("memhub.store.sqlite.tx", "SqliteTx", "get_vectors", False),
-        ("memhub.store.sqlite.tx", "SqliteTx", "query_briefs", False),
-        ("memhub.store.sqlite.tx", "SqliteTx", "norm_texts", False),
-        ("memhub.store.sqlite.tx", "SqliteTx", "query_items", False),
         ("memhub.services.assoc.domains", None, "to_memory", False),
         ("memhub.services.access", None, "viewer", False),
         ("memhub.services.deferred", "DeferredWrites", "flush", False),
         ("memhub.store.postgres.tx", "PostgresTx", "text_search", False),
         ("memhub.store.postgres.tx", "PostgresTx", "nearest_vectors", False),
-        ("memhub.store.postgres.tx", "PostgresTx", "visible_ids", False),
-        ("memhub.store.postgres.tx", "PostgresTx", "get_vectors", False),
-        ("memhub.store.postgres.tx", "PostgresTx", "query_briefs", False),
-        ("memhub.store.postgres.tx", "PostgresTx", "norm_texts", False),
-        ("memhub.store.postgres.tx", "PostgresTx", "query_items", False),
         ("memhub.store.postgres.bm25", None, "ranked", False),
         ("memhub.search.store_vectors", "StoreVectorSearch", "prepare", False),
+        *(  # each backend's store reads (either may be missing from a checkout)
+            (module, owner, read, False)
+            for module, owner in BACKEND_TXS
+            for read in ("visible_ids", "get_vectors", "query_briefs", "norm_texts", "query_items")
+        ),
     ]
     for module_name, owner_name, attr, is_async in targets:
         try:
