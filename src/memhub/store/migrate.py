@@ -6,10 +6,10 @@ before the rows that point at them), ids, timestamps and the audit events as the
 hash chain verifies on the target; `REBUILT` tables are derived there instead (the text
 index, the vector change feed), and every table is analyzed (the planner's statistics, which
 PostgreSQL would otherwise take up to a minute after the commit). Then, still inside the
-transaction, the verification: the row
-count of every table, the audit chain (it verifies, and ends on the source's last hash), and a
-sample of keyword searches, each answering the same ids on both stores. Any failure rolls the
-whole transaction back: the target is left as it was.
+transaction, the verification: the row count of every table, the audit chain (it verifies,
+and ends on the source's last hash), and a sample of keyword searches, each answering the same
+ids on both stores. Any failure rolls the whole transaction back: the target is left as it was
+(but for the row estimates ANALYZE writes in place).
 
 A table a migration adds is copied once it is named in `TABLES` (both backends must give it
 the same columns).
