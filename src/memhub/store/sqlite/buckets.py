@@ -14,6 +14,7 @@ from pathlib import Path
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.sql import buckets
 from memhub.store.sql.dialect import SQLITE
+from memhub.store.sqlite.wal import use_wal
 
 SUFFIX = ".limits"
 BUSY_TIMEOUT_S = 5.0
@@ -33,7 +34,7 @@ class BucketFile:
             conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S
             )
-            conn.execute("PRAGMA journal_mode = WAL")
+            use_wal(conn, BUSY_TIMEOUT_S)  # two processes' first limited calls may open it together
             conn.execute("PRAGMA synchronous = OFF")
             conn.execute(buckets.CREATE)
             self._conn = conn

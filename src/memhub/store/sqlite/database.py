@@ -34,6 +34,7 @@ from memhub.store.crypto import PREFIX, ContentCipher
 from memhub.store.sqlite import doctor, encryption, sealing
 from memhub.store.sqlite.buckets import BucketFile, BucketsMixin
 from memhub.store.sqlite.tx import SqliteTx
+from memhub.store.sqlite.wal import use_wal
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,8 @@ class SqliteStore(BucketsMixin):
 
     def _open(self, check: bool) -> None:
         self._conn = self._connect(read=False)
-        self._conn.execute("PRAGMA journal_mode = WAL")  # stored in the file: every connection uses it
+        # stored in the file: every connection uses it (retried: another process may be opening it)
+        use_wal(self._conn, BUSY_TIMEOUT_MS / 1000)
         if check and (damage := doctor.refusal(self._conn, self.path)) is not None:
             self._conn.close()
             raise MemhubError(
