@@ -34,9 +34,13 @@ class BucketFile:
             conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S
             )
-            use_wal(conn, BUSY_TIMEOUT_S)  # two processes' first limited calls may open it together
-            conn.execute("PRAGMA synchronous = OFF")
-            conn.execute(buckets.CREATE)
+            try:
+                use_wal(conn, BUSY_TIMEOUT_S)  # two processes' first limited calls may open it together
+                conn.execute("PRAGMA synchronous = OFF")
+                conn.execute(buckets.CREATE)
+            except sqlite3.Error:
+                conn.close()
+                raise
             self._conn = conn
         return self._conn
 
