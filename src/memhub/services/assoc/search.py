@@ -377,10 +377,10 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
         rows = tx.query_items(
             viewer, replace(scoped.restrict(where), ids=list(cosines), limit=len(cosines) or 1)
         )
-        blobs = tx.get_vectors([r.id for r in rows], embedding.id)
-        stored, matrix = calibration.stacked([r.id for r in rows], blobs, embedding.dim)
-        kept_ids = set(stored)
-        rows = [r for r in rows if r.id in kept_ids]  # in `stored`'s order: the matrix's rows
+        by_id = {r.id: r for r in rows}
+        blobs = tx.get_vectors(list(by_id), embedding.id)
+        stored, matrix = calibration.stacked(list(by_id), blobs, embedding.dim)
+        rows = [by_id[i] for i in stored]  # the matrix's rows, in order
         layout, mine = calibration.parts(embedding.embedder), calibration.profile(row.body)
         scores = ranking.associations(layout, vec, matrix, mine, [r.body for r in rows])
         sims = dict(zip((r.id for r in rows), scores, strict=True))

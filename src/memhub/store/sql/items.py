@@ -61,10 +61,12 @@ class ItemsMixin:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _id_chunks(self, ids: Sequence[int]) -> list[list[int]]:
-        """`ids` in chunks of at most ID_CHUNK (one placeholder each), or in one piece where the
-        dialect binds a list as one array (PostgreSQL)."""
-        return ([list(ids)] if ids else []) if self.dialect.id_array else chunks(ids)
+    def _among(self, column: str, ids: Sequence[int]) -> list[tuple[str, list[Any]]]:
+        """(condition, parameters) for `column` among `ids`: one per chunk of at most ID_CHUNK
+        ids (one placeholder each), or one for them all where the dialect binds a list as one
+        array (PostgreSQL); none for no id."""
+        pieces = ([list(ids)] if ids else []) if self.dialect.id_array else chunks(ids)
+        return [self.dialect.among(column, piece) for piece in pieces]
 
     def _item(self, row: Columns) -> ItemRow:
         return item_from_row(row, self.cipher)
@@ -188,8 +190,7 @@ class ItemsMixin:
 
     def norm_texts(self, ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
-        for chunk in self._id_chunks(ids):
-            among, among_args = self.dialect.among("id", chunk)
+        for among, among_args in self._among("id", ids):
             rows = self.conn.execute(f"SELECT id, norm_text FROM items WHERE {among}", among_args)
             if self.cipher is None:
                 out.update((int(r["id"]), str(r["norm_text"])) for r in rows)
@@ -266,16 +267,14 @@ class ItemsMixin:
         """The subset of `ids` the viewer may read (vector and keyword candidates); any number."""
         where, args = self._where(viewer, ItemQuery(kinds=tuple(kinds), project_id=project_id))
         found: set[int] = set()
-        for chunk in self._id_chunks(ids):
-            among, among_args = self.dialect.among("i.id", chunk)
+        for among, among_args in self._among("i.id", ids):
             sql = f"SELECT i.id FROM items i{self.dialect.by_rowid} WHERE {among} AND {where}"
             found.update(int(r["id"]) for r in self.conn.execute(sql, [*among_args, *args]))
         return found
 
     def item_owners(self, ids: Sequence[int], kinds: Sequence[str]) -> dict[int, str]:
         out: dict[int, str] = {}
-        for chunk in self._id_chunks(ids):
-            among, among_args = self.dialect.among("id", chunk)
+        for among, among_args in self._among("id", ids):
             rows = self.conn.execute(
                 f"SELECT id, owner FROM items WHERE {among} AND kind IN ({self.dialect.placeholders(kinds)})",
                 [*among_args, *kinds],
@@ -324,8 +323,7 @@ class ItemsMixin:
 
     def get_vectors(self, item_ids: Sequence[int], embedder: str) -> dict[int, bytes]:
         out: dict[int, bytes] = {}
-        for chunk in self._id_chunks(item_ids):
-            among, among_args = self.dialect.among("item_id", chunk)
+        for among, among_args in self._among("item_id", item_ids):
             rows = self.conn.execute(
                 f"SELECT item_id, vec FROM vectors WHERE embedder = {self.dialect.param} AND {among}",
                 (embedder, *among_args),
