@@ -134,9 +134,9 @@ def shipped(db: Path, queries: list[list[str]], rounds: int) -> dict[str, Any]:
     from memhub.core.clock import SystemClock, isoformat
     from memhub.core.models import Principal
     from memhub.services import access
+    from memhub.store.sql.budget import TEXT_BUDGET
     from memhub.store.sqlite import encryption
     from memhub.store.sqlite.database import _PRAGMAS, READER_CACHE_KIB
-    from memhub.store.sqlite.fts import TEXT_BUDGET
     from memhub.store.sqlite.tx import SqliteTx
 
     # a store reader (SqliteStore._connect(read=True)), opened read-only

@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/text_budget.py --db /tmp/seeded/assoc-100000-none.db [--budgets 5000,2500]
 
-Opens a database seeded by bench/assoc_latency.py (`--seeded DIR` keeps one), and for each
+Opens a database seeded by bench/assoc_latency.py (`--seeded DIR` keeps one; or a PostgreSQL
+store, `--db postgresql://…`, seeded by `bench.assoc_latency.seed(url, n, embedder)`), and for each
 budget times `Tx.text_search` (the keyword side of the one retrieval pipeline, 200 candidates
 for memories, as assoc's search asks) over the assoc benchmark's queries, each in its own read
 transaction, `--rounds` times. Reported per budget: p50 / p95 ms, and how many of the top 10
@@ -24,7 +25,7 @@ from corpus import SUBJECTS_EN, SUBJECTS_JA
 from memhub.core.models import Principal
 from memhub.core.text import search_terms
 from memhub.services import access
-from memhub.store.sqlite import SqliteStore
+from memhub.store.open import open_store
 
 QUERIES = [
     *SUBJECTS_JA,
@@ -45,7 +46,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--split-cjk", action="store_true", help="the text-only keyword side (no vectors)")
     args = parser.parse_args()
-    store = SqliteStore(Path(args.db))
+    store = open_store(args.db)
     actor = Principal(id="bench", default_project="bench")
     with store.transaction(write=False) as tx:
         viewer = access.viewer(tx, actor, sessions="current")

@@ -199,3 +199,25 @@ def test_scores_are_fts5_bm25_and_follow_writes(store: Store, seed: Seed, encryp
         tx.reindex_text(batch=3)  # rebuilt in batches: the statistics are the same
     check()
     assert first in docs
+
+
+def test_a_common_term_ranks_its_newest_matches_with_the_whole_store_s_statistics(
+    store: Store, seed: Seed, encrypted: bool
+) -> None:
+    """Over the budget, one term ranks its `budget` newest matches only (a window of the
+    ranking statement on both backends), by BM25 whose document frequency and average length
+    are still the whole index's: the same scores as an unbounded ranking, for those rows."""
+    if encrypted:
+        pytest.skip("an encrypted store indexes keyed tokens of its own (store/crypto.py): other lengths")
+    bodies = [f"common {'word ' * (n % 4)}{n}" for n in range(30)] + [f"other text {n}" for n in range(10)]
+    docs = {seed.item(body).id: body for body in bodies}
+    expected = _bm25(docs, {"common": lambda t: t.count("common")})
+    with store.transaction(write=False) as tx:
+        every = dict(tx.text_search(ALICE, ["common"], (), None, 100))
+        window = dict(tx.text_search(ALICE, ["common"], (), None, 100, budget=8))
+    newest = sorted(expected, reverse=True)[:8]
+    assert every.keys() == expected.keys()
+    assert sorted(window) == sorted(newest)
+    for item_id in newest:
+        assert window[item_id] == pytest.approx(expected[item_id], rel=1e-6)
+        assert window[item_id] == pytest.approx(every[item_id], rel=1e-6)

@@ -14,8 +14,8 @@ tokens (`items_fts.tokens`, a generated column) and the index's row and token co
 (`items_fts_stats`, kept by a trigger; migration 0004). A phrase's tf is counted from the
 positions (its bigrams at consecutive positions), as FTS5 counts phrase instances. `n(t)`:
 counted among the candidates when they are every match (the usual case); when the
-candidates are only the newest matches of a very common term (store/sql/budget.py), by the
-database (`count`).
+candidates are only the newest matches of a very common term (store/sql/budget.py: a window
+of the one statement that reads them, as on SQLite), by the database (`count`).
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ class Term:
 
 
 def ranked(
-    conn: Connection[DictRow], terms: Sequence[Term], expr: str, min_id: int, count: Callable[[str], int]
+    conn: Connection[DictRow], terms: Sequence[Term], expr: str, window: int, count: Callable[[str], int]
 ) -> list[tuple[int, float]]:
-    """(item id, BM25 > 0) of every row matching `expr` (the OR of `terms`) from `min_id` on,
-    best first, ties by id."""
+    """(item id, BM25 > 0) of every row matching `expr` (the OR of `terms`), or of its `window`
+    newest when `window` > 0, best first, ties by id."""
     if not terms:
         return []
     stats = conn.execute("SELECT rows, tokens FROM items_fts_stats WHERE id = 1").fetchone()
@@ -80,14 +80,18 @@ def ranked(
         else:
             words.setdefault(term.lexemes[0], []).append(index)
     positions = ", u.positions" if others else ""
+    # the newest matches in the statement that reads them (one pass over the matches, not a
+    # cutoff found by a statement of its own first)
+    newest = f" ORDER BY item_id DESC LIMIT {int(window)}" if window > 0 else ""
     # rows as tuples: one per (matching item, lexeme), thousands for a common term, where
     # building a dict for each cost more than the loop below (docs/benchmarks.md)
     rows = (
         conn.cursor(row_factory=tuple_row)
         .execute(
             f"SELECT f.item_id, f.tokens, u.lexeme, array_length(u.positions, 1) AS n{positions}"
-            f" FROM items_fts f, unnest({kept}) u WHERE f.text @@ %s::tsquery AND f.item_id >= %s",
-            [*args, expr, min_id],
+            f" FROM (SELECT item_id, tokens, text FROM items_fts WHERE text @@ %s::tsquery{newest}) f,"
+            f" unnest({kept}) u",
+            [expr, *args],
         )
         .fetchall()
     )
@@ -108,7 +112,7 @@ def ranked(
         for item_id, at in held.items():
             if tf := term.tf(at):
                 tfs[item_id][index] = tf
-    if min_id == 0:  # every match is a candidate: count them here
+    if window <= 0 or len(tfs) < window:  # every match is a candidate: count them here
         matches = [0] * len(terms)
         for counts in tfs.values():
             for index in counts:

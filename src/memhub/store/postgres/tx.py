@@ -21,13 +21,12 @@ from memhub.store.postgres.maintenance import MaintenanceMixin
 from memhub.store.postgres.people import PeopleMixin
 from memhub.store.sql import POSTGRESQL, item_where, visible
 from memhub.store.sql.audit import AuditMixin
-from memhub.store.sql.budget import bounded
+from memhub.store.sql.budget import TEXT_BUDGET, bounded
 from memhub.store.sql.claims import ClaimsMixin
 from memhub.store.sql.items import ItemsMixin
 from memhub.store.sql.pce import PceMixin
 from memhub.store.sql.rowmap import item_from_row
 
-TEXT_BUDGET = 5_000  # rows ranked per query at most (as on SQLite)
 AUDIT_LOCK = 0x6D656D6875620002  # pg_advisory_xact_lock key: one audit chain head at a time
 placeholders = POSTGRESQL.placeholders
 
@@ -109,14 +108,13 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
             chosen[expr] = list(queries)
             return expr
 
-        expr, min_id = bounded(list(wanted), budget, count, join, self._newest)
+        expr, window = bounded(list(wanted), budget, count, join)
         kept = [wanted[q] for q in chosen[expr]]
-        hits = self._ranked_visible(viewer, kept, expr, min_id, count, kinds, project_id, limit)
+        hits = self._ranked_visible(viewer, kept, expr, window, count, kinds, project_id, limit)
         full = join(list(wanted))
         if len(hits) < limit and expr != full:  # the rare terms found too few for this viewer
-            cutoff = self._newest(full, budget)
             every = list(wanted.values())
-            more = self._ranked_visible(viewer, every, full, cutoff, count, kinds, project_id, limit)
+            more = self._ranked_visible(viewer, every, full, budget, count, kinds, project_id, limit)
             best = dict(hits)
             for item_id, score in more:
                 best[item_id] = max(score, best.get(item_id, score))
@@ -145,26 +143,19 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
     def _count(self, expr: str) -> int:
         return int(self._one("SELECT count(*) FROM items_fts WHERE text @@ %s::tsquery", [expr]))
 
-    def _newest(self, expr: str, budget: int) -> int:
-        found = self._one(
-            "SELECT item_id FROM items_fts WHERE text @@ %s::tsquery ORDER BY item_id DESC LIMIT 1 OFFSET %s",
-            [expr, budget - 1],
-        )
-        return int(found) if found is not None else 0
-
     def _ranked_visible(
         self,
         viewer: Viewer,
         terms: Sequence[bm25.Term],
         expr: str,
-        min_id: int,
+        window: int,
         count: Callable[[str], int],
         kinds: Sequence[str],
         project_id: int | None,
         limit: int,
     ) -> list[tuple[int, float]]:
         """The best `limit` matches of `expr` the viewer may read, by BM25 (store/postgres/bm25.py)."""
-        ranked = bm25.ranked(self.conn, terms, expr, min_id, count)
+        ranked = bm25.ranked(self.conn, terms, expr, window, count)
         hits: list[tuple[int, float]] = []
         start, fetch = 0, max(2 * limit, 64)  # most candidates are usually visible: widen when not
         while start < len(ranked) and len(hits) < limit:

@@ -10,33 +10,34 @@ rank so that about `budget` rows are:
    rarer ones match at most `budget` rows, always keeping the rarest;
 3. if even that is too many (one very common term), rank only its `budget` newest matches.
 
-A backend supplies how to count matches, how to OR terms in its query syntax and where the
-`budget` newest matches start (store/sqlite/fts.py, store/postgres/text.py).
+A backend supplies how to count matches and how to OR terms in its query syntax, and takes
+"its `budget` newest matches" as a window of the statement that ranks them (`ORDER BY id DESC
+LIMIT budget` under the BM25: store/sqlite/fts.py, store/postgres/bm25.py): one pass over the
+matches, where finding first where they start took one more.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+# rows ranked by BM25 per query at most, on either backend (SQLite ~4-9 ms at 100k,
+# bench/text_budget.py; PostgreSQL the same rows: docs/benchmarks.md)
+TEXT_BUDGET = 3_000
+
 Count = Callable[[str], int]  # rows matching a query expression
 Join = Callable[[Sequence[str]], str]  # terms OR-ed into one expression
-# how the backend names "only the `budget` newest matches" (0: every match): PostgreSQL the
-# lowest id among them (0 when fewer match), SQLite `budget` itself (a window of its ranking
-# statement: store/sqlite/fts.py)
-Newest = Callable[[str, int], int]
 
 
-def bounded(terms: Sequence[str], budget: int, count: Count, join: Join, newest: Newest) -> tuple[str, int]:
-    """(expression OR-ing some of `terms`, `newest`: 0 to rank every match, else what the backend's
-    `newest` named for its newest `budget` matches) that scores ~`budget` rows."""
+def bounded(terms: Sequence[str], budget: int, count: Count, join: Join) -> tuple[str, int]:
+    """(expression OR-ing some of `terms`, `window`: 0 to rank every match, else `budget`, to
+    rank its `budget` newest matches) that scores ~`budget` rows."""
     if budget < 1:
         raise ValueError("budget must be at least 1")
     expr = join(terms)
     if len(terms) <= 1:
-        # no count: where the `budget` newest matches start is 0 when fewer match, and the
-        # lowest match when exactly `budget` do (the same rows); it reads at most `budget`
-        # matches where a count reads all of them
-        return expr, newest(expr, budget)
+        # no count: its `budget` newest matches are every match when fewer match; the window
+        # reads at most `budget` of them where a count reads all
+        return expr, budget
     # each term's count first: the OR matches at most their sum and at least their largest,
     # so its own count (the costliest: it merges every doclist) is needed only in between
     counted = sorted((count(term), position, term) for position, term in enumerate(terms))
@@ -54,4 +55,4 @@ def bounded(terms: Sequence[str], budget: int, count: Count, join: Join, newest:
     expr = join([term for _, term in sorted(kept)])
     if total <= budget:
         return expr, 0
-    return expr, newest(expr, budget)
+    return expr, budget

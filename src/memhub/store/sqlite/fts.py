@@ -35,7 +35,6 @@ from typing import Literal
 from memhub.core.text import bigrams, is_cjk, search_terms
 from memhub.store.sql.budget import bounded
 
-TEXT_BUDGET = 3_000  # rows ranked by BM25 per query at most (~4-9 ms at 100k, bench/text_budget.py)
 # A search for kinds with at most this many items (claims, decisions, topics beside 100k
 # memories) ranks only their rows, one rowid lookup each (~0.1-0.2 ms), instead of widening
 # through the matches of every kind (100k memories: ~85 ms, whatever the kind holds)
@@ -75,7 +74,7 @@ def bounded_match(conn: sqlite3.Connection, terms: Sequence[str], budget: int) -
     """(MATCH expression OR-ing some of `terms`, `newest`) scoring ~`budget` rows: `newest` 0
     ranks every match of the expression, n > 0 its n newest (`ranked_sql`: a window of the
     ranking statement, so no statement of its own finds where they start)."""
-    return bounded(terms, budget, lambda expr: _count(conn, expr), " OR ".join, lambda _expr, most: most)
+    return bounded(terms, budget, lambda expr: _count(conn, expr), " OR ".join)
 
 
 def rare_kinds(conn: sqlite3.Connection, kinds: Sequence[str]) -> bool:

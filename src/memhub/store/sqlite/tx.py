@@ -15,10 +15,10 @@ from memhub.store.base import (
 from memhub.store.crypto import ContentCipher
 from memhub.store.sql import SQLITE, item_where, visible
 from memhub.store.sql.audit import AuditMixin
+from memhub.store.sql.budget import TEXT_BUDGET
 from memhub.store.sql.claims import ClaimsMixin
 from memhub.store.sql.items import ItemsMixin
 from memhub.store.sqlite.fts import (
-    TEXT_BUDGET,
     bounded_match,
     match_term,
     ranked_sql,
