@@ -13,7 +13,7 @@ times, with each engine:
 - shipped: `Tx.text_search` as bench/text_budget.py times it (200 memories, search_terms without
   split_cjk, each call in its own read transaction), on a connection set up as the store's
   readers are, but opened read-only (SqliteStore itself opens a writer and migrates). FTS5's
-  `bm25()` over at most TEXT_BUDGET (3,000) matching rows per query (store/sqlite/fts.py).
+  `bm25()` over at most TEXT_BUDGET (3,000) matching rows per query (store/sql/budget.py).
 - numpy: exact FTS5 BM25 over EVERY matching row, computed in numpy from FTS5's own tokens:
   the `fts5vocab` instance table (term, doc, offset) loaded into postings (CSR by term, one
   int64 key per instance: doc index << 20 | offset). Each term becomes fts.match_term's query (a

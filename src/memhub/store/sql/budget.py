@@ -10,10 +10,11 @@ rank so that about `budget` rows are:
    rarer ones match at most `budget` rows, always keeping the rarest;
 3. if even that is too many (one very common term), rank only its `budget` newest matches.
 
-A backend supplies how to count matches and how to OR terms in its query syntax, and takes
-"its `budget` newest matches" as a window of the statement that ranks them (`ORDER BY id DESC
-LIMIT budget` under the BM25: store/sqlite/fts.py, store/postgres/bm25.py): one pass over the
-matches, where finding first where they start took one more.
+A backend supplies how to count matches and how to OR terms in its query syntax, and reads
+"its `budget` newest matches" in the statement that ranks them (a window, `ORDER BY id DESC
+LIMIT budget` under the BM25: store/postgres/bm25.py, store/sqlite/fts.py; SQLite's search of a
+rare kind puts a cutoff inside that statement instead): one pass over the matches, where
+finding first, in a statement of its own, where they start took one more.
 """
 
 from __future__ import annotations
