@@ -6,9 +6,16 @@
 The server runs the source on PYTHONPATH when it is set (a before/after comparison runs this
 script twice, once per checkout, with `--seeded` so both search the same database).
 
-Seeding: N memories in a mix of domains, written in-process through the store; their vectors
-are real embeddings of a pool of distinct texts (embedding 100k texts would take ~40 min on
-this machine, and the search cost depends on the matrix size, not on which rows repeat).
+Seeding: N memories in a mix of domains, written in-process through the store. Memory i's
+body is text i % 2000 of a pool of distinct texts with ` (#i)` appended, and its vector that
+text's real embedding (embedding 100k texts would take ~40 min on this machine) plus a small
+random change (`variant`) that makes it as close to its siblings as real embeddings of such
+bodies are: cosine ~0.976 between two of them with e5+use (0.94-0.99, `text (#i)` against
+`text (#j)`, 2026-11-29), where distinct texts of the pool sit at ~0.78. Until 2026-11-29 the
+~50 memories of one text shared one identical vector. A numpy scan does not care, but
+pgvector's HNSW graph does: each group of identical vectors became an island of the graph
+(every link of a node went to its twins), walks ran out inside one and fell back to an exact
+scan (docs/benchmarks.md, "PostgreSQL at 100k").
 Then `memhub serve` starts, over stdio (the client spawns it) or, with `--transport http`,
 as a subprocess on a free 127.0.0.1 port reached at /mcp (its stderr goes to a log next to
 the database). The index warms in the background; the benchmark waits until the server
@@ -64,6 +71,8 @@ from memhub.store.open import open_store
 from pg import embedded_database
 
 POOL = 2000
+# each part's relative change (`variant`): two variants of one vector at cosine 1 / (1 + t^2)
+VARIANT_T = 0.157  # ~0.976, as e5+use gives two bodies `text (#i)`, `text (#j)`
 TAGS = ["db", "deploy", "auth", "ui", "perf", "security", "test", "docs", "infra", "api"]
 CATEGORIES = ["decision", "preference", "fact", "todo", "research"]
 SERVER_ENV = {
@@ -95,6 +104,10 @@ def seed(db: Path | str, n: int, embedder_name: str) -> None:
         np.save(cache, vectors)
     store = open_store(db)  # a SQLite path or a postgresql:// URL
     rng = random.Random(1)
+    noise = np.random.default_rng(11)
+    # a pair of models (search/embedders/combined.py) is two weighted unit vectors side by side
+    first = getattr(embedder, "first", None)
+    parts = (int(first.dim),) if first is not None else ()
     with store.transaction(write=True) as tx:
         tx.ensure_principal("bench")
         project = tx.insert_project("bench", None, {}, "bench").id
@@ -117,7 +130,8 @@ def seed(db: Path | str, n: int, embedder_name: str) -> None:
                     )
                 )
                 if embedder is not None:
-                    tx.put_vector(row.id, embedder.id, vectors[k].tobytes(), embedder.dim)
+                    vec = variant(vectors[k], parts, noise)
+                    tx.put_vector(row.id, embedder.id, vec.tobytes(), embedder.dim)
     if str(db).startswith(("postgresql://", "postgres://")):
         # PostgreSQL: the planner's statistics, as autovacuum takes them within a minute of a
         # bulk write (and `memhub migrate` at once). Searched right after the seeding without
@@ -126,6 +140,20 @@ def seed(db: Path | str, n: int, embedder_name: str) -> None:
         with store.transaction(write=True) as tx:
             tx.conn.execute("ANALYZE")  # type: ignore[attr-defined]
     store.close()
+
+
+def variant(vec: np.ndarray, cuts: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """`vec` with each part (split at `cuts`) moved by Gaussian noise of VARIANT_T times its
+    norm, then brought back to that norm: another memory's vector of the same text."""
+    out = []
+    for part in np.split(vec.astype(np.float64), list(cuts)):
+        norm = float(np.linalg.norm(part))
+        if norm == 0.0 or part.size == 0:
+            out.append(part)
+            continue
+        moved = part + rng.standard_normal(part.size) * (VARIANT_T * norm / np.sqrt(part.size))
+        out.append(moved * (norm / np.linalg.norm(moved)))
+    return np.concatenate(out).astype("<f4")
 
 
 async def health(client: Any) -> dict[str, Any]:
