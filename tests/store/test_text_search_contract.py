@@ -171,6 +171,9 @@ def test_scores_are_fts5_bm25_and_follow_writes(store: Store, seed: Seed, encryp
     if encrypted:
         pytest.skip("an encrypted store indexes keyed tokens of its own (store/crypto.py): other lengths")
     bodies = ["apple apple banana", "apple cherry date elder fig", "cherry", "設計議論の話と設計議論"]
+    # a CJK phrase once where each of its bigrams is once, or more often; twice, overlapping
+    # its own words; absent though every bigram is there (the row matched by "apple")
+    bodies += ["設計議論の話", "設計議論、設計、議論と計議", "議論設計議論設計議論", "設計、計議、議論 apple"]
     bodies += [f"filler text number {n}" for n in range(8)]
     docs = {seed.item(body).id: body for body in bodies}
     terms: dict[str, Callable[[list[str]], int]] = {

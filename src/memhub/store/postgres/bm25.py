@@ -8,14 +8,19 @@ k1 = 1.2, b = 0.75, per term (a word, a CJK phrase of bigrams, a one-character C
     idf(t) = log((N - n(t) + 0.5) / (n(t) + 0.5)), at least 1e-6
     score  = sum over t of idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
 
-The database supplies what the formula needs: each matching row's positions of the query's
-lexemes (`ts_filter(setweight(...))` keeps only those, so little is read), its length in
-tokens (`items_fts.tokens`, a generated column) and the index's row and token counts
-(`items_fts_stats`, kept by a trigger; migration 0004). A phrase's tf is counted from the
-positions (its bigrams at consecutive positions), as FTS5 counts phrase instances. `n(t)`:
-counted among the candidates when they are every match (the usual case); when the
-candidates are only the newest matches of a very common term (store/sql/budget.py: a window
-of the one statement that reads them, as on SQLite), by the database (`count`).
+The database supplies what the formula needs: each matching row's count of each of the
+query's lexemes (`ts_filter(setweight(...))` keeps only those, so little is read), its length
+in tokens (`items_fts.tokens`, a generated column) and the index's row and token counts
+(`items_fts_stats`, kept by a trigger; migration 0004). A phrase (a CJK run: its bigrams at
+consecutive positions) counts its instances, as FTS5 does: whether a row holds it is the
+database's `@@` (asked only when the query has other terms: otherwise every row read holds
+it), and since a phrase occurs at most as often as its rarest lexeme, a row where one of them
+is found once holds it once; positions are read only for lexemes found more than once, and
+counted only where every lexeme of the phrase was. `n(t)`: counted among the candidates when
+they are every match (the usual case); when they are only the newest matches of a very common
+term (store/sql/budget.py: a window of the one statement that reads them, as on SQLite), by
+the database: for one term, in the same statement (the matching ids kept once, counted and
+windowed), else by `count`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from psycopg import Connection
 from psycopg.rows import DictRow, tuple_row
@@ -41,10 +47,12 @@ class Term:
     lexemes: tuple[str, ...]
     prefix: bool = False
 
+    @property
+    def phrase(self) -> bool:
+        return not self.prefix and len(self.lexemes) > 1
+
     def tf(self, positions: dict[str, list[int]]) -> int:
-        if self.prefix:
-            start = self.lexemes[0]
-            return sum(len(at) for lexeme, at in positions.items() if lexeme.startswith(start))
+        """Instances of the phrase: where its first lexeme is followed by the others."""
         first = positions.get(self.lexemes[0])
         if not first:
             return 0
@@ -65,7 +73,8 @@ def ranked(
     total = int(stats["rows"]) if stats else 0
     avgdl = int(stats["tokens"]) / total if stats and total else 1.0
     exact = sorted({lexeme for term in terms if not term.prefix for lexeme in term.lexemes})
-    prefixes = sorted({term.lexemes[0] for term in terms if term.prefix})
+    prefixes = [(index, term) for index, term in enumerate(terms) if term.prefix]
+    phrases = [(index, term) for index, term in enumerate(terms) if term.phrase]
     if prefixes:  # a lexeme to look for by its start: read the row's whole vector
         kept = "f.text"
         args: list[object] = []
@@ -73,50 +82,89 @@ def ranked(
         kept = "ts_filter(setweight(f.text, 'A', %s::text[]), '{a}')"
         args = [exact]
     words: dict[str, list[int]] = {}  # lexeme -> the one-lexeme terms it is
-    others = []  # phrases and prefixes: counted from positions
     for index, term in enumerate(terms):
-        if term.prefix or len(term.lexemes) > 1:
-            others.append((index, term))
-        else:
+        if not term.prefix and not term.phrase:
             words.setdefault(term.lexemes[0], []).append(index)
-    positions = ", u.positions" if others else ""
-    # the newest matches in the statement that reads them (one pass over the matches, not a
-    # cutoff found by a statement of its own first)
-    newest = f" ORDER BY item_id DESC LIMIT {int(window)}" if window > 0 else ""
+    # phrases (module doc): a flag per row whether it holds each, unless the query is that one
+    # term (the flags cost ~8 µs a row); positions only of lexemes found more than once
+    # (shipping them all cost more than the rest of a Japanese query's ranking)
+    asked = phrases if len(terms) > 1 else []
+    flags = "".join(f", w.text @@ %s::tsquery AS h{slot}" for slot in range(len(asked)))
+    holds_sql = "".join(f", f.h{slot}" for slot in range(len(asked)))
+    at = ", CASE WHEN array_length(u.positions, 1) > 1 THEN u.positions END" if phrases else ""
+    head = f"SELECT f.item_id, f.tokens, u.lexeme, array_length(u.positions, 1) AS n{at}{holds_sql}"
+    if window > 0 and len(terms) == 1:
+        # One term's newest matches: the term's document frequency is its match count, which
+        # the window cannot give; the matching ids are kept once (one pass over the index and
+        # the rows it points to) and both the count and the window are read from them, where a
+        # count of its own matched everything again (a Japanese phrase: every match rechecked).
+        sql = (
+            f"WITH m AS MATERIALIZED (SELECT item_id FROM items_fts WHERE text @@ %s::tsquery)"
+            f" {head}, (SELECT count(*) FROM m)"
+            f" FROM (SELECT item_id FROM m ORDER BY item_id DESC LIMIT {int(window)}) w"
+            f" JOIN items_fts f ON f.item_id = w.item_id, unnest({kept}) u"
+        )
+    else:
+        # the newest matches in the statement that reads them (one pass over the matches, not
+        # a cutoff found by a statement of its own first)
+        newest = f" ORDER BY item_id DESC LIMIT {int(window)}" if window > 0 else ""
+        sql = (
+            f"{head} FROM (SELECT w.item_id, w.tokens, w.text{flags} FROM"
+            f" (SELECT item_id, tokens, text FROM items_fts WHERE text @@ %s::tsquery{newest}) w) f,"
+            f" unnest({kept}) u"
+        )
     # rows as tuples: one per (matching item, lexeme), thousands for a common term, where
     # building a dict for each cost more than the loop below (docs/benchmarks.md)
     rows = (
         conn.cursor(row_factory=tuple_row)
-        .execute(
-            f"SELECT f.item_id, f.tokens, u.lexeme, array_length(u.positions, 1) AS n{positions}"
-            f" FROM (SELECT item_id, tokens, text FROM items_fts WHERE text @@ %s::tsquery{newest}) f,"
-            f" unnest({kept}) u",
-            [expr, *args],
-        )
+        .execute(sql, [*(term.query for _, term in asked), expr, *args])
         .fetchall()
     )
     lengths: dict[int, int] = {}
     tfs: dict[int, dict[int, int]] = {}  # item -> term index -> tf (terms it holds only)
-    held: dict[int, dict[str, list[int]]] = {}
+    counted: dict[int, dict[str, int]] = {}  # item -> lexeme -> count (for phrases and prefixes)
+    placed: dict[int, dict[str, list[int]]] = {}  # item -> lexeme -> positions, where counted > 1
+    holds: dict[int, tuple[bool, ...]] = {}  # item -> whether it holds each phrase
+    every = (True,) * len(phrases)
+    keep_counts = bool(phrases or prefixes)
+    last, counts, lexemes = None, {}, {}
     for row in rows:
-        item_id, lexeme = row[0], row[2]
-        counts = tfs.get(item_id)
-        if counts is None:
-            lengths[item_id] = row[1]
-            counts = tfs[item_id] = {}
+        item_id, lexeme, n = row[0], row[2], row[3]
+        if item_id != last:  # an item's lexemes come together (any order is counted right)
+            last = item_id
+            known = tfs.get(item_id)
+            if known is None:
+                lengths[item_id] = row[1]
+                known = tfs[item_id] = {}
+                if phrases:
+                    holds[item_id] = row[5:] if asked else every
+            counts = known
+            if keep_counts:
+                lexemes = counted.setdefault(item_id, {})
         for index in words.get(lexeme, ()):
-            counts[index] = row[3]
-        if others:
-            held.setdefault(item_id, {})[lexeme] = row[4]
-    for index, term in others:
-        for item_id, at in held.items():
-            if tf := term.tf(at):
+            counts[index] = n
+        if keep_counts:
+            lexemes[lexeme] = n
+            if phrases and row[4] is not None:
+                placed.setdefault(item_id, {})[lexeme] = row[4]
+    for index, term in prefixes:
+        start = term.lexemes[0]
+        for item_id, lexemes in counted.items():
+            if tf := sum(n for lexeme, n in lexemes.items() if lexeme.startswith(start)):
                 tfs[item_id][index] = tf
+    for slot, (index, term) in enumerate(phrases):
+        for item_id, held in holds.items():
+            if not held[slot]:
+                continue
+            once = min(map(counted[item_id].get, term.lexemes, repeat(0))) <= 1
+            tfs[item_id][index] = 1 if once else max(1, term.tf(placed.get(item_id, {})))
     if window <= 0 or len(tfs) < window:  # every match is a candidate: count them here
         matches = [0] * len(terms)
         for counts in tfs.values():
             for index in counts:
                 matches[index] += 1
+    elif len(terms) == 1:
+        matches = [int(rows[0][-1])]  # the statement counted them
     else:
         matches = [count(term.query) for term in terms]
     idf = [max(MIN_IDF, math.log((total - n + 0.5) / (n + 0.5))) for n in matches]
