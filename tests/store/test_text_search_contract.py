@@ -165,21 +165,30 @@ def _bm25(docs: dict[int, str], terms: dict[str, Callable[[list[str]], int]]) ->
     return scores
 
 
+def _runs(tokens: list[str], phrase: list[str]) -> int:
+    """How often `phrase` occurs in `tokens` (overlapping instances counted)."""
+    return sum(1 for i in range(len(tokens) - len(phrase) + 1) if tokens[i : i + len(phrase)] == phrase)
+
+
 def test_scores_are_fts5_bm25_and_follow_writes(store: Store, seed: Seed, encrypted: bool) -> None:
     """Both backends rank by FTS5's BM25: document frequency, length against the average,
     phrase counts for CJK; the statistics follow inserts, updates and deletes."""
     if encrypted:
         pytest.skip("an encrypted store indexes keyed tokens of its own (store/crypto.py): other lengths")
     bodies = ["apple apple banana", "apple cherry date elder fig", "cherry", "設計議論の話と設計議論"]
-    # a CJK phrase once where each of its bigrams is once, or more often; twice, overlapping
-    # its own words; absent though every bigram is there (the row matched by "apple")
+    # a CJK phrase once where each of its bigrams is once, or more often; twice; in runs apart
+    # (positions run on across the comma: held, on both backends); absent though every bigram
+    # is there (the row matched by "apple"); a phrase overlapping itself (設計設計, twice in
+    # 設計設計設計, one bigram repeated within it)
     bodies += ["設計議論の話", "設計議論、設計、議論と計議", "議論設計議論設計議論", "設計、計議、議論 apple"]
+    bodies += ["設計、議論、計議 apple", "設計設計設計"]
     bodies += [f"filler text number {n}" for n in range(8)]
     docs = {seed.item(body).id: body for body in bodies}
     terms: dict[str, Callable[[list[str]], int]] = {
         "apple": lambda t: t.count("apple"),
         "cherry": lambda t: t.count("cherry"),
-        "設計議論": lambda t: sum(1 for i in range(len(t) - 2) if t[i : i + 3] == ["設計", "計議", "議論"]),
+        "設計議論": lambda t: _runs(t, ["設計", "計議", "議論"]),
+        "設計設計": lambda t: _runs(t, ["設計", "計設", "設計"]),
     }
 
     def check() -> None:
@@ -231,3 +240,38 @@ def test_a_common_term_ranks_its_newest_matches_with_the_whole_store_s_statistic
     for item_id, score in expected.items():
         for ranked in (every, exactly, more):
             assert ranked[item_id] == pytest.approx(score, rel=1e-6)
+
+
+def test_a_phrase_past_the_budget_ranks_its_newest_matches_alone_and_in_an_or(
+    store: Store, seed: Seed, encrypted: bool
+) -> None:
+    """A CJK phrase over the budget, alone (its newest matches and its whole match count) and
+    in an OR ranked as the rare terms' fallback (the window of the whole OR): whole-store
+    BM25 for every row returned, a phrase counted only where its bigrams stand in order."""
+    if encrypted:
+        pytest.skip("an encrypted store indexes keyed tokens of its own (store/crypto.py): other lengths")
+    bodies = ["zebra crossing"]  # the oldest match: found by the rare term alone
+    bodies += [f"設計議論{'と設計議論' * (n % 3)} {n}" for n in range(12)]  # the phrase 1-3 times
+    bodies += ["設計、議論、計議 zebra"]  # every bigram, never in order
+    bodies += [f"other text {n}" for n in range(30)]
+    docs = {seed.item(body).id: body for body in bodies}
+    phrase = ["設計", "計議", "議論"]
+    terms: dict[str, Callable[[list[str]], int]] = {
+        "zebra": lambda t: t.count("zebra"),
+        "設計議論": lambda t: _runs(t, phrase),
+    }
+    expected = _bm25(docs, terms)
+    alone = _bm25(docs, {"設計議論": terms["設計議論"]})
+    with store.transaction(write=False) as tx:
+        newest = dict(tx.text_search(ALICE, ["設計議論"], (), None, 50, budget=5))
+        either = dict(tx.text_search(ALICE, list(terms), (), None, 50, budget=5))
+    matching = [i for i in docs if "設計議論" in docs[i]]
+    assert len(matching) == 12
+    assert sorted(newest) == sorted(matching)[-5:]
+    for item_id, score in newest.items():
+        assert score == pytest.approx(alone[item_id], rel=1e-6)
+    zebras = [i for i in docs if "zebra" in docs[i]]
+    window = sorted(matching + zebras)[-5:]  # the OR's five newest matches
+    assert sorted(either) == sorted(set(zebras) | set(window))
+    for item_id, score in either.items():
+        assert score == pytest.approx(expected[item_id], rel=1e-6)

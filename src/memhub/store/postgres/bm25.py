@@ -14,9 +14,10 @@ in tokens (`items_fts.tokens`, a generated column) and the index's row and token
 (`items_fts_stats`, kept by a trigger; migration 0004). A phrase (a CJK run: its bigrams at
 consecutive positions) counts its instances, as FTS5 does: whether a row holds it is the
 database's `@@` (asked only when the query has other terms: otherwise every row read holds
-it), and since a phrase occurs at most as often as its rarest lexeme, a row where one of them
-is found once holds it once; positions are read only for lexemes found more than once, and
-counted only where every lexeme of the phrase was. `n(t)`: counted among the candidates when
+it), and since a phrase occurs at most as often as its rarest lexeme, a row that holds it
+and where one of its lexemes is found once holds it once; positions are read only for
+lexemes found more than once in their row, and counted only where every lexeme of the phrase
+was. `n(t)`: counted among the candidates when
 they are every match (the usual case); when they are only the newest matches of a very common
 term (store/sql/budget.py: a window of the one statement that reads them, as on SQLite), by
 the database: for one term, in the same statement (the matching ids kept once, counted and
@@ -86,8 +87,8 @@ def ranked(
         if not term.prefix and not term.phrase:
             words.setdefault(term.lexemes[0], []).append(index)
     # phrases (module doc): a flag per row whether it holds each, unless the query is that one
-    # term (the flags cost ~8 µs a row); positions only of lexemes found more than once
-    # (shipping them all cost more than the rest of a Japanese query's ranking)
+    # term; positions only of lexemes found more than once (shipping them all cost more than
+    # the rest of a Japanese query's ranking)
     asked = phrases if len(terms) > 1 else []
     flags = "".join(f", w.text @@ %s::tsquery AS h{slot}" for slot in range(len(asked)))
     holds_sql = "".join(f", f.h{slot}" for slot in range(len(asked)))
@@ -110,8 +111,10 @@ def ranked(
         newest = f" ORDER BY item_id DESC LIMIT {int(window)}" if window > 0 else ""
         sql = (
             f"{head} FROM (SELECT w.item_id, w.tokens, w.text{flags} FROM"
-            f" (SELECT item_id, tokens, text FROM items_fts WHERE text @@ %s::tsquery{newest}) w) f,"
-            f" unnest({kept}) u"
+            f" (SELECT item_id, tokens, text FROM items_fts WHERE text @@ %s::tsquery{newest}) w"
+            # OFFSET 0 keeps this a subquery of its own: folded into the outer query, each flag
+            # ran once for every lexeme unnested, not once a row
+            f"{' OFFSET 0' if flags else ''}) f, unnest({kept}) u"
         )
     # rows as tuples: one per (matching item, lexeme), thousands for a common term, where
     # building a dict for each cost more than the loop below (docs/benchmarks.md)
