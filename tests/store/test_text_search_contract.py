@@ -275,3 +275,17 @@ def test_a_phrase_past_the_budget_ranks_its_newest_matches_alone_and_in_an_or(
     assert sorted(either) == sorted(set(zebras) | set(window))
     for item_id, score in either.items():
         assert score == pytest.approx(expected[item_id], rel=1e-6)
+
+
+def test_two_words_of_one_stem_count_twice_on_both_backends(store: Store, seed: Seed) -> None:
+    """An OR is ranked term by term as FTS5 ranks it: "apples" and "apple" are one indexed
+    word, and each adds its BM25 (PostgreSQL once kept one term per tsquery: half the score)."""
+    apple = seed.item("an apple pie")
+    apples = seed.item("apples and apples")
+    seed.item("a banana")
+    with store.transaction(write=False) as tx:
+        one = dict(tx.text_search(ALICE, ["apple"], (), None, 10))
+        two = dict(tx.text_search(ALICE, ["apples", "apple"], (), None, 10))
+    assert one.keys() == two.keys() == {apple.id, apples.id}
+    for item_id, score in one.items():
+        assert two[item_id] == pytest.approx(2 * score, rel=1e-6)

@@ -73,8 +73,9 @@ def term(plain: str) -> Term | None:
 
 
 def any_of(queries: Sequence[str]) -> str:
-    """The tsquery matching any of `queries` (one of them: itself, so its match count, taken
-    once by the ranking budget, is found again by BM25's document frequencies)."""
-    if len(queries) == 1:
-        return queries[0]
-    return " | ".join(f"({q})" for q in queries)
+    """The tsquery matching any of `queries`, each once (one of them: itself, so its match
+    count, taken once by the ranking budget, is found again by BM25's document frequencies)."""
+    distinct = list(dict.fromkeys(queries))
+    if len(distinct) == 1:
+        return distinct[0]
+    return " | ".join(f"({q})" for q in distinct)

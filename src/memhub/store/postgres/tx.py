@@ -92,7 +92,11 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
     ) -> list[tuple[int, float]]:
         """(item id, relevance >= 0, higher is better) for plain `terms`, OR-ed; at most
         ~`budget` matching rows are ranked (store/sql/budget.py)."""
-        wanted = {t.query: t for term in terms if (t := text.term(term))}  # one of each tsquery
+        # every term, as FTS5 ranks an OR of them: two words of one stem ("apples apple") are
+        # two terms of one tsquery, and count twice on both backends
+        found = [t for term in terms if (t := text.term(term))]
+        wanted = {t.query: t for t in found}
+        queries = [t.query for t in found]
         if not wanted or limit <= 0:
             return []
         counts: dict[str, int] = {}
@@ -108,12 +112,12 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
             chosen[expr] = list(queries)
             return expr
 
-        expr, window = bounded(list(wanted), budget, count, join)
+        expr, window = bounded(queries, budget, count, join)
         kept = [wanted[q] for q in chosen[expr]]
         hits = self._ranked_visible(viewer, kept, expr, window, count, kinds, project_id, limit)
-        full = join(list(wanted))
+        full = join(queries)
         if len(hits) < limit and expr != full:  # the rare terms found too few for this viewer
-            every = list(wanted.values())
+            every = [wanted[q] for q in chosen[full]]
             more = self._ranked_visible(viewer, every, full, budget, count, kinds, project_id, limit)
             best = dict(hits)
             for item_id, score in more:
