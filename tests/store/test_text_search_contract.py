@@ -289,3 +289,12 @@ def test_two_words_of_one_stem_count_twice_on_both_backends(store: Store, seed: 
     assert one.keys() == two.keys() == {apple.id, apples.id}
     for item_id, score in one.items():
         assert two[item_id] == pytest.approx(2 * score, rel=1e-6)
+    # past the budget: the rarest term alone ranks its newest matches, too few for the limit,
+    # so the whole OR is ranked again (its window): both words count there too
+    notes = [seed.item(f"apple note {n}").id for n in range(5)]
+    with store.transaction(write=False) as tx:
+        one = dict(tx.text_search(ALICE, ["apple"], (), None, 10, budget=4))
+        two = dict(tx.text_search(ALICE, ["apples", "apple"], (), None, 10, budget=4))
+    assert sorted(one) == sorted(two) == notes[-4:]
+    for item_id, score in one.items():
+        assert two[item_id] == pytest.approx(2 * score, rel=1e-6)

@@ -107,18 +107,19 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
                 counts[expr] = self._count(expr)
             return counts[expr]
 
-        def join(queries: Sequence[str]) -> str:
-            expr = text.any_of(queries)
-            chosen[expr] = list(queries)
+        def join(some: Sequence[str]) -> str:
+            expr = text.any_of(some)
+            chosen[expr] = list(some)
             return expr
 
         expr, window = bounded(queries, budget, count, join)
         kept = [wanted[q] for q in chosen[expr]]
         hits = self._ranked_visible(viewer, kept, expr, window, count, kinds, project_id, limit)
-        full = join(queries)
-        if len(hits) < limit and expr != full:  # the rare terms found too few for this viewer
-            every = [wanted[q] for q in chosen[full]]
-            more = self._ranked_visible(viewer, every, full, budget, count, kinds, project_id, limit)
+        # the rare terms found too few for this viewer (fewer terms, not another expression: one
+        # tsquery twice is the same expression as once)
+        if len(hits) < limit and len(kept) < len(found):
+            full = join(queries)
+            more = self._ranked_visible(viewer, found, full, budget, count, kinds, project_id, limit)
             best = dict(hits)
             for item_id, score in more:
                 best[item_id] = max(score, best.get(item_id, score))
