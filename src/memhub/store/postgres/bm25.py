@@ -11,17 +11,19 @@ k1 = 1.2, b = 0.75, per term (a word, a CJK phrase of bigrams, a one-character C
 The database supplies what the formula needs: each matching row's count of each of the
 query's lexemes (`ts_filter(setweight(...))` keeps only those, so little is read), its length
 in tokens (`items_fts.tokens`, a generated column) and the index's row and token counts
-(`items_fts_stats`, kept by a trigger; migration 0004). A phrase (a CJK run: its bigrams at
-consecutive positions) counts its instances, as FTS5 does: whether a row holds it is the
-database's `@@` (asked only when the query has other terms: otherwise every row read holds
-it), and since a phrase occurs at most as often as its rarest lexeme, a row that holds it
-and where one of its lexemes is found once holds it once; positions are read only for
-lexemes found more than once in their row, and counted only where every lexeme of the phrase
-was. `n(t)`: counted among the candidates when
-they are every match (the usual case); when they are only the newest matches of a very common
-term (store/sql/budget.py: a window of the one statement that reads them, as on SQLite), by
-the database: for one term, in the same statement (the matching ids kept once, counted and
-windowed), else by `count`.
+(`items_fts_stats`, kept by a trigger; migration 0004).
+
+A phrase (a CJK run: its bigrams at consecutive positions) counts its instances, as FTS5
+does. Whether a row holds it is the database's `@@` (asked only when the query has other
+terms: otherwise every row read holds it). A phrase occurs at most as often as its rarest
+lexeme, so a row that holds it, where one of its lexemes is found once, holds it once;
+positions are read only for lexemes found more than once in their row, and counted only
+where every lexeme of the phrase was.
+
+`n(t)`: counted among the candidates when they are every match (the usual case). When they
+are only the newest matches of a very common term (store/sql/budget.py: a window of the one
+statement that reads them, as on SQLite), by the database: for one term, in that same
+statement (the matching ids kept once, then counted and windowed), else by `count`.
 """
 
 from __future__ import annotations
