@@ -129,21 +129,18 @@ def ranked(
     tfs: dict[int, dict[int, int]] = {}  # item -> term index -> tf (terms it holds only)
     counted: dict[int, dict[str, int]] = {}  # item -> lexeme -> count (for phrases and prefixes)
     placed: dict[int, dict[str, list[int]]] = {}  # item -> lexeme -> positions, where counted > 1
-    holds: dict[int, tuple[bool, ...]] = {}  # item -> whether it holds each phrase
-    every = (True,) * len(phrases)
+    holds: dict[int, tuple[bool, ...]] = {}  # item -> whether it holds each phrase `asked`
     keep_counts = bool(phrases or prefixes)
     last, counts, lexemes = None, {}, {}
     for row in rows:
         item_id, lexeme, n = row[0], row[2], row[3]
         if item_id != last:  # an item's lexemes come together (any order is counted right)
             last = item_id
-            known = tfs.get(item_id)
-            if known is None:
+            if item_id not in lengths:
                 lengths[item_id] = row[1]
-                known = tfs[item_id] = {}
-                if phrases:
-                    holds[item_id] = row[5:] if asked else every
-            counts = known
+                if asked:
+                    holds[item_id] = row[5:]
+            counts = tfs.setdefault(item_id, {})
             if keep_counts:
                 lexemes = counted.setdefault(item_id, {})
         for index in words.get(lexeme, ()):
@@ -158,8 +155,8 @@ def ranked(
             if tf := sum(n for lexeme, n in lexemes.items() if lexeme.startswith(start)):
                 tfs[item_id][index] = tf
     for slot, (index, term) in enumerate(phrases):
-        for item_id, held in holds.items():
-            if not held[slot]:
+        for item_id in counted:
+            if asked and not holds[item_id][slot]:  # else every row read holds the one term
                 continue
             once = min(map(counted[item_id].get, term.lexemes, repeat(0))) <= 1
             tfs[item_id][index] = 1 if once else max(1, term.tf(placed.get(item_id, {})))
