@@ -1,6 +1,7 @@
 """Measure e5's input maxima for the `int8s` graph and write src/memhub/search/embedders/e5_inputs.npz.
 
-    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/e5_inputs.py [--check [--limit N]]
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python bench/e5_inputs.py \
+        [--check [--limit N] [--over X]]
 
 Runs the 4-bit graph (the default's numbers, with every matrix's input exposed) on 300
 generated bilingual memories (bench/corpus.py, seed 11), the conversational lines below and
@@ -9,7 +10,10 @@ largest absolute value (search/embedders/e5_inputs.py). No evaluation set is rea
 and LoCoMo measure the graph afterwards. `--check` compares with the shipped file instead of
 writing it and exits 1 unless they agree (relative difference per channel under 1e-5);
 `--limit N` measures the first N texts only, which must then stay at or under the shipped
-maxima (a quick check that the file is this script's output: tests/search/test_search_e5_int8.py).
+maxima (a quick check that the file is this script's output: tests/search/test_search_e5_int8.py),
+or, with `--over X`, at most X over them (relative): ONNX Runtime's 4-bit kernels round
+differently on another CPU (on an AMD EPYC with AVX-512 VNNI, 2026-11-29, the first 40 texts
+went up to 30 % over one channel of the file measured on the machine before; 1-5 % over most).
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
     parser.add_argument("--limit", type=int, default=None, help="with --check: the first N texts only")
+    parser.add_argument(
+        "--over", type=float, default=1e-5, help="with --limit: how far over the shipped maxima they may go"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from memhub.search.embedders import e5_inputs
@@ -79,8 +86,8 @@ def main() -> int:
                 return 1
             rel = (maxima[tag] - shipped[tag]) / np.maximum(shipped[tag], 1e-6)
             worst = max(worst, float(rel.max() if args.limit else np.abs(rel).max()))
-            print(f"{tag:12s} max relative difference {np.abs(rel).max():.6f}")
-        ok = worst < 1e-5 and set(maxima) == set(shipped)
+            print(f"{tag:12s} max relative difference {np.abs(rel).max():.6f} (over by {rel.max():.2e})")
+        ok = worst < (args.over if args.limit else 1e-5) and set(maxima) == set(shipped)
         print("agrees with the shipped file" if ok else "differs from the shipped file")
         return 0 if ok else 1
     Path(e5_inputs.MAXIMA_FILE).write_bytes(e5_inputs.dump(weights, maxima))

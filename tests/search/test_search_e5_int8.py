@@ -119,12 +119,13 @@ def test_the_shipped_input_maxima_belong_to_the_shipped_weights() -> None:
 
 @pytest.mark.slow
 def test_the_shipped_input_maxima_are_what_the_bench_script_measures() -> None:
-    """bench/e5_inputs.py on its first 40 texts stays at or under the shipped maxima (the
-    graph is deterministic: the same texts give the same maxima)."""
+    """bench/e5_inputs.py on its first 40 texts stays under the shipped maxima (the graph is
+    deterministic on one machine: the same texts give the same maxima), but for how another
+    CPU's 4-bit kernels round (up to 30 % over one channel seen: the script's doc)."""
     _onnx()
     script = Path(__file__).resolve().parents[2] / "bench" / "e5_inputs.py"
     done = subprocess.run(
-        [sys.executable, str(script), "--check", "--limit", "40"],
+        [sys.executable, str(script), "--check", "--limit", "40", "--over", "0.5"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
