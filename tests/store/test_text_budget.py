@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import pytest
 
-from memhub.store.sql.budget import bounded
+from memhub.store.sql.budget import Count, bounded
 
 MATCHES = {"a": set(range(0, 50)), "b": set(range(40, 100)), "c": set(range(0, 5000)), "d": {7}}
 
 
-def _run(terms: Sequence[str], budget: int) -> tuple[tuple[str, int], list[str]]:
+def _matches(expr: str, matches: dict[str, set[int]]) -> int:
+    return len(set().union(*(matches[t] for t in expr.split("|"))))
+
+
+def _run(
+    terms: Sequence[str], budget: int, matches: dict[str, set[int]] = MATCHES, *, capped: bool = True
+) -> tuple[tuple[str, int], list[str]]:
+    """What `bounded` chooses, and the expressions it counts; `capped`: the count stops at the
+    cap it is given (as SQLite's does), else every count is exact (as PostgreSQL's are)."""
     asked: list[str] = []
 
-    def count(expr: str) -> int:
+    def count(expr: str, cap: int) -> int:
         asked.append(expr)
-        return len(set().union(*(MATCHES[t] for t in expr.split("|"))))
+        found = _matches(expr, matches)
+        return min(found, cap) if capped else found
 
     return bounded(terms, budget, count, "|".join), asked
 
@@ -44,3 +54,38 @@ def test_the_union_is_not_counted_when_a_term_alone_is_over_the_budget_or_the_su
 def test_one_term_is_not_counted_its_newest_matches_are_a_window() -> None:
     assert _run(["c"], 100) == (("c", 100), [])
     assert _run(["a"], 100) == (("a", 100), [])  # fewer match than the window: every row
+
+
+def test_capped_counts_choose_what_exact_counts_choose() -> None:
+    rng = random.Random(5)
+    for _ in range(400):
+        matches = {
+            name: set(rng.sample(range(400), rng.choice([0, 1, 3, 20, 60, 99, 100, 101, 150, 390])))
+            for name in "abcdef"
+        }
+        terms = rng.sample(sorted(matches), rng.randint(1, 5))
+        budget = rng.choice([1, 50, 100, 200])
+        assert _run(terms, budget, matches)[0] == _run(terms, budget, matches, capped=False)[0]
+
+
+def test_counts_are_capped_and_exact_only_when_every_term_is_over_the_budget() -> None:
+    caps: list[int] = []
+
+    def count_in(matches: dict[str, set[int]]) -> Count:
+        def count(expr: str, cap: int) -> int:
+            caps.append(cap)
+            return min(_matches(expr, matches), cap)
+
+        return count
+
+    assert bounded(["a", "c", "d"], 100, count_in(MATCHES), "|".join) == ("a|d", 0)
+    assert caps == [101, 101, 101]  # c is over the budget: 101 tells as much as 5000
+    caps.clear()
+    many = {"x": set(range(300)), "y": set(range(200)), "z": set(range(500))}
+    assert bounded(["x", "y", "z"], 100, count_in(many), "|".join) == ("y", 100)
+    # every term over the budget: counted on, 4x further, until one is under the cap (the rarest)
+    assert caps == [101, 101, 101, 404, 404, 404]
+    caps.clear()
+    far = {"x": set(range(1000)), "y": set(range(2000)), "z": set(range(999))}
+    assert bounded(["x", "y", "z"], 100, count_in(far), "|".join) == ("z", 100)
+    assert caps == [101] * 3 + [404] * 3 + [1616] * 3

@@ -102,7 +102,7 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
         counts: dict[str, int] = {}
         chosen: dict[str, list[str]] = {}
 
-        def count(expr: str) -> int:
+        def count(expr: str, _cap: int | None = None) -> int:  # exact: the ranking's IDF reads them
             if expr not in counts:
                 counts[expr] = self._count(expr)
             return counts[expr]

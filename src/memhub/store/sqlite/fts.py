@@ -66,15 +66,17 @@ def match_query(query: str, *, mode: Literal["any", "all"] = "any", max_terms: i
     return (" OR " if mode == "any" else " AND ").join(match_term(t) for t in terms)
 
 
-def _count(conn: sqlite3.Connection, expr: str) -> int:
-    return int(conn.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", [expr]).fetchone()[0])
+def _count(conn: sqlite3.Connection, expr: str, cap: int) -> int:
+    """Rows matching `expr`, counted up to `cap` (FTS5 stops reading the doclists there)."""
+    sql = "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)"
+    return int(conn.execute(sql, [expr, cap]).fetchone()[0])
 
 
 def bounded_match(conn: sqlite3.Connection, terms: Sequence[str], budget: int) -> tuple[str, int]:
     """(MATCH expression OR-ing some of `terms`, `newest`) scoring ~`budget` rows: `newest` 0
     ranks every match of the expression, n > 0 its n newest (`ranked_sql`: a window of the
     ranking statement, so no statement of its own finds where they start)."""
-    return bounded(terms, budget, lambda expr: _count(conn, expr), " OR ".join)
+    return bounded(terms, budget, lambda expr, cap: _count(conn, expr, cap), " OR ".join)
 
 
 def rare_kinds(conn: sqlite3.Connection, kinds: Sequence[str]) -> bool:
