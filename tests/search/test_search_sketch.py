@@ -68,6 +68,31 @@ def test_sketch_codes_score_like_the_float32_sketches_across_blocks() -> None:
     assert got[7] == 0.0
 
 
+def _argpartition_best(scores: Vectors, keep: int) -> npt.NDArray[np.intp]:
+    return np.sort(np.argpartition(scores, len(scores) - keep)[len(scores) - keep :])
+
+
+@pytest.mark.parametrize("n", [10, 4 * sketch.SELECT_SAMPLE - 1, 4 * sketch.SELECT_SAMPLE, 100_003])
+def test_best_rows_are_the_highest_scores_in_memory_order(n: int) -> None:
+    rng = np.random.default_rng(n)
+    scores = rng.normal(size=n).astype(np.float32)
+    for keep in sorted({1, 7, n // 50 + 1, n // 4, n - 1, n, n + 5}):
+        got = sketch.best_rows(scores, keep)
+        assert np.array_equal(got, _argpartition_best(scores, min(keep, n)) if keep < n else np.arange(n))
+
+
+def test_best_rows_when_the_sample_misjudges_the_threshold() -> None:
+    n, keep = 20_000, 5_000
+    step = n // sketch.SELECT_SAMPLE
+    scores = np.linspace(0.0, 1.0, n, dtype=np.float32)[::-1].copy()
+    high = scores.copy()
+    high[::step] += 10.0  # the sampled rows are the best: too few pass the sample's threshold
+    low = scores.copy()
+    low[::step] -= 10.0  # the sampled rows are the worst: nearly every row passes it
+    for case in (scores, high, low):
+        assert np.array_equal(sketch.best_rows(case, keep), _argpartition_best(case, keep))
+
+
 def test_a_row_too_small_for_a_normal_scale_gets_codes_zero() -> None:
     rows = np.full((3, 4), 1e-36, dtype=np.float32)  # max / 32767 is a subnormal float32
     rows[1] = 0.5

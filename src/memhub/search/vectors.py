@@ -398,8 +398,7 @@ class VectorIndex:
     ) -> tuple[Floats, npt.NDArray[np.int64]]:
         """The `keep` rows the sketch pass ranks best, scored from their codes (call with `_lock` held)."""
         rough = sketches.scores(self._sketch, self._sketch_scales, count, projection.query(query))
-        rows = np.argpartition(rough, count - keep)[count - keep :]
-        rows.sort()  # in memory order: the gather below reads ahead
+        rows = sketches.best_rows(rough, keep)  # in memory order: the gather below reads ahead
         return _scores(self._codes, self._scales, rows, query), self._ids[rows]
 
     def _candidates(
