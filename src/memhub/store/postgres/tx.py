@@ -99,13 +99,21 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
         queries = [t.query for t in found]
         if not wanted or limit <= 0:
             return []
-        counts: dict[str, int] = {}
+        counts: dict[str, int] = {}  # exact (the ranking's document frequencies read them)
+        reached: dict[str, int] = {}  # counts that stopped at their cap: at least this many
         chosen: dict[str, list[str]] = {}
 
-        def count(expr: str, _cap: int | None = None) -> int:  # exact: the ranking's IDF reads them
-            if expr not in counts:
-                counts[expr] = self._count(expr)
-            return counts[expr]
+        def count(expr: str, cap: int | None = None) -> int:
+            if expr in counts:
+                return counts[expr]
+            if cap is not None and reached.get(expr, 0) >= cap:
+                return reached[expr]
+            found = self._count(expr, cap)
+            if cap is None or found < cap:
+                counts[expr] = found
+            else:
+                reached[expr] = found
+            return found
 
         def join(some: Sequence[str]) -> str:
             expr = text.any_of(some)
@@ -145,8 +153,12 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
         above = [item_id for item_id, score in wide if score >= floor]
         return hits, len(set(above) - self.visible_ids(viewer, above, kinds, project_id))
 
-    def _count(self, expr: str) -> int:
-        return int(self._one("SELECT count(*) FROM items_fts WHERE text @@ %s::tsquery", [expr]))
+    def _count(self, expr: str, cap: int | None = None) -> int:
+        """Rows matching `expr`, counted up to `cap` (the rows past it are not rechecked)."""
+        if cap is None:
+            return int(self._one("SELECT count(*) FROM items_fts WHERE text @@ %s::tsquery", [expr]))
+        sql = "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE text @@ %s::tsquery LIMIT %s) AS matched"
+        return int(self._one(sql, [expr, cap]))
 
     def _ranked_visible(
         self,
