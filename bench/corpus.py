@@ -82,3 +82,26 @@ def sentence(rng: random.Random) -> str:
 def texts(n: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     return [" ".join(sentence(rng) for _ in range(rng.randint(1, 3))) for _ in range(n)]
+
+
+# what the search benchmarks ask: the subjects, a few phrases (repeated across calls, as an
+# agent repeats a query), then `queries(n)` adds single sentences of the corpus's kind: each new
+# to the server, several terms each (Japanese, English and mixed)
+QUERIES = [
+    *SUBJECTS_JA,
+    *SUBJECTS_EN,
+    "how do we deploy safely",
+    "データベースの移行手順",
+    "retry with backoff",
+]
+
+
+def queries(n: int) -> list[str]:
+    """`QUERIES`, then distinct single sentences of the corpus (a fixed seed), `n` in all."""
+    rng = random.Random(2026)
+    found = list(dict.fromkeys(QUERIES))
+    while len(found) < n:
+        text = sentence(rng).split("\n")[0]
+        if text not in found:
+            found.append(text)
+    return found[:n]

@@ -63,19 +63,12 @@ import anyio
 from mcp import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus import SUBJECTS_EN, SUBJECTS_JA
+from corpus import QUERIES
+from corpus import queries as corpus_queries
 from memhub.cli.container import build_container
 from memhub.core.memory import release_free_memory
 from memhub.core.settings import Settings
 from memhub.services.runtime import Runtime
-
-QUERIES = [
-    *SUBJECTS_JA,
-    *SUBJECTS_EN,
-    "how do we deploy safely",
-    "データベースの移行手順",
-    "retry with backoff",
-]
 
 _times: dict[str, list[float]] = defaultdict(list)
 _cpu: dict[str, list[float]] = defaultdict(list)  # a sync stage's CPU time on its thread
@@ -279,15 +272,7 @@ async def _rss_steps(client: Client, rng: random.Random, store: Any) -> None:
 
 def _dump_queries(n: int = 200) -> list[str]:
     """The bench queries, then single sentences the seeded corpus is made of (a fixed seed)."""
-    from corpus import sentence
-
-    rng = random.Random(2026)
-    found = list(dict.fromkeys(QUERIES))
-    while len(found) < n:
-        text = sentence(rng).split("\n")[0]
-        if text not in found:
-            found.append(text)
-    return found[:n]
+    return corpus_queries(n)
 
 
 async def _dump(client: Client, out: Path) -> None:
