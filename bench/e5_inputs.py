@@ -13,7 +13,11 @@ writing it and exits 1 unless they agree (relative difference per channel under 
 maxima (a quick check that the file is this script's output: tests/search/test_search_e5_int8.py),
 or, with `--over X`, at most X over them (relative): ONNX Runtime's 4-bit kernels round
 differently on another CPU (on an AMD EPYC with AVX-512 VNNI, 2026-11-29, the first 40 texts
-went up to 30 % over one channel of the file measured on the machine before; 1-5 % over most).
+went up to 30 % over one channel of the file measured on the machine before; 3.8 % of the
+channels over at all, 0.012 % by more than 5 %). So that a looser `--over` still tells a wrong
+file, in every matrix at most 1 % of the channels may be more than 5 % over, and the median of
+measured / shipped must lie in [0.5, 1]: a file of other maxima (doubled, another model's)
+falls outside; on that machine the medians were 0.73-0.96.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ def main() -> int:
         "--over", type=float, default=1e-5, help="with --limit: how far over the shipped maxima they may go"
     )
     args = parser.parse_args()
+    if args.over != 1e-5 and args.limit is None:
+        parser.error("--over goes with --limit")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from memhub.search.embedders import e5_inputs
     from memhub.search.embedders.e5 import E5Embedder
@@ -79,15 +85,20 @@ def main() -> int:
         if shipped is None:
             print(f"the shipped file is {why}", file=sys.stderr)
             return 1
-        worst = 0.0
+        worst, bulk_ok = 0.0, True
         for tag in sorted(shipped):
             if tag not in maxima:
                 print(f"{tag:12s} not measured")
                 return 1
             rel = (maxima[tag] - shipped[tag]) / np.maximum(shipped[tag], 1e-6)
             worst = max(worst, float(rel.max() if args.limit else np.abs(rel).max()))
-            print(f"{tag:12s} max relative difference {np.abs(rel).max():.6f} (over by {rel.max():.2e})")
-        ok = worst < (args.over if args.limit else 1e-5) and set(maxima) == set(shipped)
+            far, median = float(np.mean(rel > 0.05)), float(np.median(rel)) + 1.0
+            bulk_ok = bulk_ok and (args.limit is None or (far <= 0.01 and 0.5 <= median <= 1.0 + 1e-5))
+            print(
+                f"{tag:12s} max relative difference {np.abs(rel).max():.6f} (over by {rel.max():.2e};"
+                f" {far:.2%} more than 5 % over; median measured / shipped {median:.3f})"
+            )
+        ok = worst < (args.over if args.limit else 1e-5) and bulk_ok and set(maxima) == set(shipped)
         print("agrees with the shipped file" if ok else "differs from the shipped file")
         return 0 if ok else 1
     Path(e5_inputs.MAXIMA_FILE).write_bytes(e5_inputs.dump(weights, maxima))

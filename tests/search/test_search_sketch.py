@@ -76,6 +76,7 @@ def _argpartition_best(scores: Vectors, keep: int) -> npt.NDArray[np.intp]:
 def test_best_rows_are_the_highest_scores_in_memory_order(n: int) -> None:
     rng = np.random.default_rng(n)
     scores = rng.normal(size=n).astype(np.float32)
+    assert len(sketch.best_rows(scores, 0)) == 0
     for keep in sorted({1, 7, n // 50 + 1, n // 4, n - 1, n, n + 5}):
         got = sketch.best_rows(scores, keep)
         assert np.array_equal(got, _argpartition_best(scores, min(keep, n)) if keep < n else np.arange(n))

@@ -15,8 +15,8 @@ sketch ranks it below thousands of others.
 
 The sketches are kept as int16 codes with one float32 scale per row (`quantise`, like the
 rows' int8 codes): half of float32's bytes, and the pass (`scores`) widens blocks of
-`SCAN_BLOCK` rows into a buffer that stays in cache. The pass reads memory more than it
-computes, so fewer bytes are faster (100k x 128: 26 MB instead of 51, ~30 % less time
+`SCAN_BLOCK` rows into a buffer that stays in the CPU's caches. The pass reads memory more
+than it computes, so fewer bytes are faster (100k x 128: 26 MB instead of 51, ~30 % less time
 here); at 16 bits the codes rank like the float32 sketches (the same kept rows on the
 seeded 100k index, docs/benchmarks.md). `best_rows` then picks the rows to keep.
 """
@@ -32,8 +32,8 @@ Matrix = npt.NDArray[np.float32]
 Codes = npt.NDArray[np.int16]
 
 FIT_SAMPLE = 8192  # rows the components are computed from
-SCAN_BLOCK = 4096  # sketch rows widened to float32 at a time by `scores` (2 MB at 128 dims: 2,048
-# rows took ~20 % longer at 100k here, docs/benchmarks.md)
+SCAN_BLOCK = 4096  # sketch rows widened to float32 at a time by `scores` (2 MB at 128 dims, more
+# than a core's L2 here but not the L3: 2,048 rows took ~20 % longer at 100k, docs/benchmarks.md)
 SELECT_SAMPLE = 4096  # scores `best_rows` estimates its threshold from
 CODE_MAX = 32767.0
 
@@ -110,7 +110,9 @@ def scores(codes: Codes, scales: Matrix, count: int, query: Matrix) -> Matrix:
 
 def best_rows(scores: Matrix, keep: int) -> npt.NDArray[np.intp]:
     """Positions of the `keep` highest `scores`, ascending: the rows a sketch pass keeps (which
-    of several equal scores at the cut is kept is arbitrary, as with `np.argpartition`).
+    of several equal scores at the cut is kept is arbitrary, as with `np.argpartition`; a NaN
+    score, which only a stored vector holding NaN or inf gives, is kept last here where
+    `np.argpartition` would keep it first).
 
     Partitioning all 100k scores took ~0.5-0.75 ms here; instead a strided sample of
     `SELECT_SAMPLE` scores gives a threshold a little below the keep-th best (half again as
@@ -118,6 +120,8 @@ def best_rows(scores: Matrix, keep: int) -> npt.NDArray[np.intp]:
     scores above it are partitioned: ~0.1-0.2 ms. Should the sample misjudge and fewer than
     `keep` pass, every score is partitioned."""
     n = len(scores)
+    if keep <= 0:
+        return np.zeros(0, dtype=np.intp)
     if keep >= n:
         return np.arange(n)
     if n >= 4 * SELECT_SAMPLE:

@@ -108,12 +108,12 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
                 return counts[expr]
             if cap is not None and reached.get(expr, 0) >= cap:
                 return reached[expr]
-            found = self._count(expr, cap)
-            if cap is None or found < cap:
-                counts[expr] = found
+            n = self._count(expr, cap)
+            if cap is None or n < cap:
+                counts[expr] = n
             else:
-                reached[expr] = found
-            return found
+                reached[expr] = n
+            return n
 
         def join(some: Sequence[str]) -> str:
             expr = text.any_of(some)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 TEXT_BUDGET = 3_000
 
 # rows matching a query expression, counted up to a cap: a count >= cap means "cap or more" (a
-# backend may count them all: PostgreSQL's ranking needs its counts exact anyway)
+# backend may return more than the cap, an exact count it already holds, say)
 Count = Callable[[str, int], int]
 Join = Callable[[Sequence[str]], str]  # terms OR-ed into one expression
 
