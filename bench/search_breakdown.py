@@ -9,8 +9,10 @@ waits until every vector is indexed, then calls `memory(action="search")` throug
 client in process (no stdio framing, no second process) with the assoc benchmark's queries,
 and times the stages by wrapping the functions that run them (inclusive times: a stage's
 figure contains the stages it calls). Reported per search: mean and p50 ms of each stage,
-and the whole call. `--profile FILE` also writes a cProfile of the timed calls (the event
-loop's thread) and `FILE.threads`, one of the work the timed calls ran on worker threads
+and the whole call; then when each stage that runs once a search starts and ends, ms from the
+call's start (p50s): which stages run side by side, and which one the call waits for.
+`--profile FILE` also writes a cProfile of the timed calls (the event loop's thread) and
+`FILE.threads`, one of the work the timed calls ran on worker threads
 (`anyio.to_thread.run_sync`: the snapshot's work with its rerank, the vector index's
 arithmetic), in CPU time: cProfile follows one thread, so each such call is profiled on its
 own thread and the profiles are added up.
@@ -72,7 +74,15 @@ from memhub.services.runtime import Runtime
 
 _times: dict[str, list[float]] = defaultdict(list)
 _cpu: dict[str, list[float]] = defaultdict(list)  # a sync stage's CPU time on its thread
+_spans: dict[str, list[tuple[float, float]]] = defaultdict(list)  # start, end: ms from the call's start
+_call = {"start": 0.0}  # when the timed call began (perf_counter)
 _lock = threading.Lock()
+
+
+def _record(name: str, started: float) -> None:
+    ended = time.perf_counter()
+    _times[name].append((ended - started) * 1000)
+    _spans[name].append(((started - _call["start"]) * 1000, (ended - _call["start"]) * 1000))
 
 
 def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -82,7 +92,7 @@ def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         finally:
             with _lock:
-                _times[name].append((time.perf_counter() - started) * 1000)
+                _record(name, started)
                 _cpu[name].append((time.thread_time() - cpu) * 1000)
 
     return wrapper
@@ -95,7 +105,7 @@ def _timed_async(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             return await fn(*args, **kwargs)
         finally:
             with _lock:
-                _times[name].append((time.perf_counter() - started) * 1000)
+                _record(name, started)
 
     return wrapper
 
@@ -338,6 +348,7 @@ async def _timed_searches(
         await client.call_tool("memory", {**search, "query": "warm up"})
     _times.clear()
     _cpu.clear()
+    _spans.clear()
     calls: list[float] = []
     profiler = cProfile.Profile() if profile else None
     threads = _ThreadProfiles() if profile else None
@@ -348,7 +359,7 @@ async def _timed_searches(
     for query in texts:
         if profiler is not None:
             profiler.enable()
-        started = time.perf_counter()
+        started = _call["start"] = time.perf_counter()
         result = await client.call_tool("memory", {**search, "query": query})
         calls.append((time.perf_counter() - started) * 1000)
         if profiler is not None:
@@ -373,6 +384,12 @@ async def _timed_searches(
         if name in _cpu:
             cpu = f"{sum(_cpu[name]) / queries:10.2f} {statistics.median(_cpu[name]):8.2f}"
         print(f"{name:32} {per_search:12.2f} {total:10.2f} {statistics.median(values):9.2f} {cpu}")
+    print(f"\n{'once a search: starts, ends (ms from the call)':48} {'start':>8} {'end':>8}")
+    once = {name: spans for name, spans in _spans.items() if len(spans) == queries}
+    for name, spans in sorted(once.items(), key=lambda kv: statistics.median(start for start, _ in kv[1])):
+        start, end = statistics.median(s for s, _ in spans), statistics.median(e for _, e in spans)
+        print(f"{name:48} {start:8.2f} {end:8.2f}")
+    print(f"{'the call':48} {0.0:8.2f} {statistics.median(calls):8.2f}")
 
 
 def main() -> None:
