@@ -15,7 +15,8 @@ rarest one is kept. So the counts are asked with a cap (`budget + 1`: "more than
 which a backend may use to stop counting there: a term found in 50,000 of 100,000 rows took
 11 ms to count on SQLite, 0.8 ms to count to 3,001 (docs/benchmarks.md). When every term
 reaches the cap, the terms still at it are counted on, to a cap four times higher each round,
-until one is under it: the rarest. The choice is the same as with exact counts.
+until one is under it: the rarest. The choice is the same as with exact counts. A backend may
+count past the cap where that is cheaper (SQLite: a word's doclist, read in full).
 
 A backend supplies how to count matches and how to OR terms in its query syntax, and reads
 "its `budget` newest matches" in the statement that ranks them (a window, `ORDER BY id DESC
@@ -32,8 +33,8 @@ from collections.abc import Callable, Sequence
 # bench/text_budget.py; PostgreSQL the same rows: docs/benchmarks.md)
 TEXT_BUDGET = 3_000
 
-# rows matching a query expression, counted up to a cap: a count >= cap means "cap or more" (a
-# backend may return more than the cap, an exact count it already holds, say)
+# rows matching a query expression, counted up to a cap: a count equal to the cap means "the cap
+# or more", any other is exact (a backend may count past the cap: SQLite counts a word in full)
 Count = Callable[[str, int], int]
 Join = Callable[[Sequence[str]], str]  # terms OR-ed into one expression
 
@@ -59,7 +60,7 @@ def bounded(terms: Sequence[str], budget: int, count: Count, join: Join) -> tupl
     while min(found) >= cap:  # ...but for the rarest of terms that are all over the budget
         cap *= 4
         found = [
-            count(term, cap) if matches >= cap // 4 else matches
+            count(term, cap) if matches == cap // 4 else matches  # stopped at the last cap
             for term, matches in zip(terms, found, strict=True)
         ]
     counted = sorted((found[position], position, term) for position, term in enumerate(terms))
