@@ -17,7 +17,9 @@ went up to 30 % over one channel of the file measured on the machine before; 3.8
 channels over at all, 0.012 % by more than 5 %). So that a looser `--over` still tells a wrong
 file, in every matrix at most 1 % of the channels may be more than 5 % over, and the median of
 measured / shipped must lie in [0.5, 1]: a file of other maxima (doubled, another model's)
-falls outside; on that machine the medians were 0.73-0.96.
+falls outside; on that machine the medians were 0.73-0.96. These bounds suit a few dozen texts
+(the test's 40): with all 360 texts that machine's medians reach 1.001 and two matrices have
+1.4-1.6 % of their channels more than 5 % over.
 """
 
 from __future__ import annotations
@@ -56,11 +58,14 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
     parser.add_argument("--limit", type=int, default=None, help="with --check: the first N texts only")
     parser.add_argument(
-        "--over", type=float, default=1e-5, help="with --limit: how far over the shipped maxima they may go"
+        "--over", type=float, default=None, help="with --limit: how far over the shipped maxima they may go"
     )
     args = parser.parse_args()
-    if args.over != 1e-5 and args.limit is None:
+    if args.limit is not None and not args.check:
+        parser.error("--limit goes with --check")
+    if args.over is not None and args.limit is None:
         parser.error("--over goes with --limit")
+    over = 1e-5 if args.over is None else args.over
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from memhub.search.embedders import e5_inputs
     from memhub.search.embedders.e5 import E5Embedder
@@ -75,8 +80,6 @@ def main() -> int:
     sequences = [e5.sequences(weights.tokenizer, [text], is_query=False)[0] for text in passages]
     sequences += [e5.sequences(weights.tokenizer, [text], is_query=True)[0] for text in queries]
     if args.limit is not None:
-        if not args.check:
-            parser.error("--limit goes with --check")
         sequences = sequences[: args.limit]
     maxima = e5_inputs.measure(encoder, sequences)
     print(f"{len(sequences)} texts, {len(maxima)} matrices", file=sys.stderr)
@@ -91,14 +94,14 @@ def main() -> int:
                 print(f"{tag:12s} not measured")
                 return 1
             rel = (maxima[tag] - shipped[tag]) / np.maximum(shipped[tag], 1e-6)
-            worst = max(worst, float(rel.max() if args.limit else np.abs(rel).max()))
+            worst = max(worst, float(rel.max() if args.limit is not None else np.abs(rel).max()))
             far, median = float(np.mean(rel > 0.05)), float(np.median(rel)) + 1.0
             bulk_ok = bulk_ok and (args.limit is None or (far <= 0.01 and 0.5 <= median <= 1.0 + 1e-5))
             print(
                 f"{tag:12s} max relative difference {np.abs(rel).max():.6f} (over by {rel.max():.2e};"
                 f" {far:.2%} more than 5 % over; median measured / shipped {median:.3f})"
             )
-        ok = worst < (args.over if args.limit else 1e-5) and bulk_ok and set(maxima) == set(shipped)
+        ok = worst <= over and bulk_ok and set(maxima) == set(shipped)
         print("agrees with the shipped file" if ok else "differs from the shipped file")
         return 0 if ok else 1
     Path(e5_inputs.MAXIMA_FILE).write_bytes(e5_inputs.dump(weights, maxima))

@@ -10,7 +10,8 @@ client in process (no stdio framing, no second process) with the assoc benchmark
 and times the stages by wrapping the functions that run them (inclusive times: a stage's
 figure contains the stages it calls). Reported per search: mean and p50 ms of each stage,
 and the whole call; then when each stage that runs once a search starts and ends, ms from the
-call's start (p50s): which stages run side by side, and which one the call waits for.
+call's start (p50s): which stages run side by side, and which one the call waits for (with
+`--profile` every stage is stretched by the profiler).
 `--profile FILE` also writes a cProfile of the timed calls (the event loop's thread) and
 `FILE.threads`, one of the work the timed calls ran on worker threads
 (`anyio.to_thread.run_sync`: the snapshot's work with its rerank, the vector index's
@@ -74,15 +75,17 @@ from memhub.services.runtime import Runtime
 
 _times: dict[str, list[float]] = defaultdict(list)
 _cpu: dict[str, list[float]] = defaultdict(list)  # a sync stage's CPU time on its thread
-_spans: dict[str, list[tuple[float, float]]] = defaultdict(list)  # start, end: ms from the call's start
-_call = {"start": 0.0}  # when the timed call began (perf_counter)
+# a stage's runs: (which call, start, end: ms from that call's start)
+_spans: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+_call = {"index": -1, "start": 0.0}  # the timed call running, and when it began (perf_counter)
 _lock = threading.Lock()
 
 
 def _record(name: str, started: float) -> None:
     ended = time.perf_counter()
     _times[name].append((ended - started) * 1000)
-    _spans[name].append(((started - _call["start"]) * 1000, (ended - _call["start"]) * 1000))
+    index, began = int(_call["index"]), _call["start"]
+    _spans[name].append((index, (started - began) * 1000, (ended - began) * 1000))
 
 
 def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -356,9 +359,10 @@ async def _timed_searches(
         threads.on = True
     texts = _dump_queries(queries) if fresh else [rng.choice(QUERIES) for _ in range(queries)]
     cpu_started = time.process_time()
-    for query in texts:
+    for index, query in enumerate(texts):
         if profiler is not None:
             profiler.enable()
+        _call["index"] = index
         started = _call["start"] = time.perf_counter()
         result = await client.call_tool("memory", {**search, "query": query})
         calls.append((time.perf_counter() - started) * 1000)
@@ -385,9 +389,12 @@ async def _timed_searches(
             cpu = f"{sum(_cpu[name]) / queries:10.2f} {statistics.median(_cpu[name]):8.2f}"
         print(f"{name:32} {per_search:12.2f} {total:10.2f} {statistics.median(values):9.2f} {cpu}")
     print(f"\n{'once a search: starts, ends (ms from the call)':48} {'start':>8} {'end':>8}")
-    once = {name: spans for name, spans in _spans.items() if len(spans) == queries}
-    for name, spans in sorted(once.items(), key=lambda kv: statistics.median(start for start, _ in kv[1])):
-        start, end = statistics.median(s for s, _ in spans), statistics.median(e for _, e in spans)
+    # stages that ran exactly once in every call (not those run several times a search, nor
+    # background work that happened to end during one)
+    every = list(range(queries))
+    once = {name: runs for name, runs in _spans.items() if sorted(i for i, _, _ in runs) == every}
+    for name, runs in sorted(once.items(), key=lambda kv: statistics.median(start for _, start, _ in kv[1])):
+        start, end = statistics.median(s for _, s, _ in runs), statistics.median(e for _, _, e in runs)
         print(f"{name:48} {start:8.2f} {end:8.2f}")
     print(f"{'the call':48} {0.0:8.2f} {statistics.median(calls):8.2f}")
 
