@@ -107,7 +107,7 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
             if expr in counts:
                 return counts[expr]
             if cap is not None and reached.get(expr, 0) >= cap:
-                return reached[expr]
+                return cap  # it stopped at a cap at least this high: "the cap or more"
             n = self._count(expr, cap)
             if cap is None or n < cap:
                 counts[expr] = n
