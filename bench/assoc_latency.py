@@ -64,7 +64,7 @@ from common import (
     time_calls,
     write_report,
 )
-from corpus import SUBJECTS_EN, SUBJECTS_JA, texts
+from corpus import QUERIES, texts
 from memhub.search import make_embedder
 from memhub.store.base import NewItem
 from memhub.store.open import open_store
@@ -249,11 +249,7 @@ async def measure(
     db: Path | str, n: int, embedder: str, queries: int, transport: str, import_n: int
 ) -> dict[str, Any]:
     rng = random.Random(9)
-    queries_text = (
-        SUBJECTS_JA
-        + SUBJECTS_EN
-        + ["how do we deploy safely", "データベースの移行手順", "retry with backoff"]
-    )
+    queries_text = QUERIES
     new_texts = texts(queries + 50, seed=99)
     out: dict[str, Any] = {}
     async with memhub_server(db, transport=transport, embedder=embedder, env=SERVER_ENV) as (client, pid):

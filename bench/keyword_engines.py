@@ -67,16 +67,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memhub
-from corpus import SUBJECTS_EN, SUBJECTS_JA
+from corpus import QUERIES
 from memhub.core.text import bigrams, is_cjk, search_terms
 
-QUERIES = [
-    *SUBJECTS_JA,
-    *SUBJECTS_EN,
-    "how do we deploy safely",
-    "データベースの移行手順",
-    "retry with backoff",
-]
 RESULTS = Path(__file__).resolve().parent / "results"
 ENGINES = ("shipped", "numpy", "tantivy")
 LIMIT = 200  # memories the keyword side asks for (assoc's search)
