@@ -49,7 +49,9 @@ async def test_a_search_reads_one_snapshot_and_reranks_in_it(
     store: Store, add_item: AddItem, alice: Viewer, bob: Viewer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Viewer, keyword side, vector side (its visibility checks) and the rerank share one read
-    transaction; before the pipeline a hybrid search opened four to six."""
+    snapshot: one transaction, and a second one of the same snapshot (`Store.read_pair`) in
+    which the vector side finishes beside the keyword side; before the pipeline a hybrid search
+    opened four to six."""
     mine = add_item("we deploy everything with kubernetes", title="deployment")
     add_item("kubernetes notes of bob", owner="bob", scope="user")
     add_item("the lunch menu for friday")
@@ -73,11 +75,31 @@ async def test_a_search_reads_one_snapshot_and_reranks_in_it(
         finally:
             depth[0] -= 1
 
+    read_pair = store.read_pair
+    paired: list[tuple[Tx, Tx | None]] = []
+    checked_in: list[Tx] = []  # where the vector side's visibility checks ran
+
+    @contextmanager
+    def counted_pair() -> Iterator[tuple[Tx, Tx | None]]:
+        opened.append(False)
+        depth[0] += 1
+        try:
+            with read_pair() as (tx, second):
+                if second is not None:
+                    visible_ids = second.visible_ids
+                    checked = lambda *args: (checked_in.append(second), visible_ids(*args))[1]  # noqa: E731
+                    monkeypatch.setattr(second, "visible_ids", checked)
+                paired.append((tx, second))
+                yield tx, second
+        finally:
+            depth[0] -= 1
+
     def feed(embedder: str, after_seq: int, limit: int | None = None) -> Any:
         feed_reads.append(len(opened))
         return vector_changes(embedder, after_seq, limit)
 
     monkeypatch.setattr(store, "transaction", counted)
+    monkeypatch.setattr(store, "read_pair", counted_pair)
     monkeypatch.setattr(store, "vector_changes", feed)
     seen: list[Tx] = []
 
@@ -98,6 +120,9 @@ async def test_a_search_reads_one_snapshot_and_reranks_in_it(
     # the vector feed's read is its own on a backend whose feed opens a transaction (PostgreSQL)
     feed_transactions = (len(opened) - 1) if feed_reads else 0
     assert opened.count(False) - feed_transactions == 1 and not any(opened)
+    # the vector side's visibility in the snapshot's second reader, beside the keyword side
+    [(tx, second)] = paired
+    assert tx is seen[0] and second is not None and checked_in == [second]
     hits = await engine.search(bob, "kubernetes", k_final=5)
     assert mine in {h.item_id for h in hits} and len(hits) == len(bodies) + 1
 

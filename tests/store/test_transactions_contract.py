@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from memhub.core.models import ProjectRole
@@ -92,3 +94,75 @@ def test_a_write_commits_everything_together(store: Store, open_more: OpenStore)
     with other.transaction(write=False) as tx:
         assert tx.get_item(EVERYONE, row.id) == row
     assert [e.detail for e in other.iter_events()] == [{"id": row.id}]
+
+
+def test_a_read_pair_sees_one_snapshot(store: Store, seed: Seed, open_more: OpenStore) -> None:
+    """`read_pair`: a second read transaction, used on another thread, that sees what the first
+    sees, whatever is committed meanwhile."""
+    first = seed.item("first")
+    other = open_more()
+    with store.read_pair() as (tx, second):
+        assert second is not None
+        with other.transaction(write=True) as wtx:  # another process commits meanwhile
+            wtx.insert_item(NewItem(kind="memory", owner="alice", scope="global", body="second"))
+            wtx.update_item(first.id, {"body": "first, edited"})
+        seen: list[object] = []
+
+        def elsewhere() -> None:
+            assert second is not None
+            seen.append([r.body for r in second.query_items(EVERYONE, ItemQuery())])
+            seen.append(second.text_search(EVERYONE, ["second"], (), None, 10))
+            seen.append(second.visible_ids(EVERYONE, [first.id, first.id + 1], ("memory",), None))
+
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+        assert seen == [["first"], [], {first.id}]
+        assert [r.body for r in tx.query_items(EVERYONE, ItemQuery())] == ["first"]
+        assert tx.now == second.now  # one clock reading: expiry is judged alike
+    with store.read_pair() as (tx, second):
+        assert second is not None
+        for each in (tx, second):
+            assert [r.body for r in each.query_items(EVERYONE, ItemQuery())] == ["first, edited", "second"]
+
+
+def test_a_read_pair_inside_a_read_joins_it(store: Store, seed: Seed, open_more: OpenStore) -> None:
+    first = seed.item("first")
+    with store.transaction(write=False) as outer:
+        assert outer.count_items(EVERYONE, ItemQuery()) == 1
+        with open_more().transaction(write=True) as wtx:
+            wtx.insert_item(NewItem(kind="memory", owner="alice", scope="global", body="later"))
+        with store.read_pair() as (tx, second):
+            assert second is None  # no second snapshot is promised inside a read
+            assert [r.id for r in tx.query_items(EVERYONE, ItemQuery())] == [first.id]
+        assert outer.count_items(EVERYONE, ItemQuery()) == 1  # the outer read goes on
+
+
+def test_read_pairs_at_once_on_many_threads(store: Store, seed: Seed) -> None:
+    """Pairs opened and ended on eight threads at once: each sees the store, none waits for
+    another, and the second readers are reused afterwards."""
+    seed.item("shared")
+    outcomes: list[tuple[int, int | None]] = []
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def one() -> None:
+        start.wait()
+        for _ in range(20):
+            with store.read_pair() as (tx, second):
+                counts = (
+                    tx.count_items(EVERYONE, ItemQuery()),
+                    None if second is None else second.count_items(EVERYONE, ItemQuery()),
+                )
+            with lock:
+                outcomes.append(counts)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(outcomes) == 160
+    assert {first for first, _ in outcomes} == {1} and {second for _, second in outcomes} <= {1, None}
+    with store.read_pair() as (_, second):
+        assert second is not None

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TypeVar
 
 import anyio
+import anyio.lowlevel
 import numpy as np
 
 from memhub.core.errors import invalid
@@ -144,29 +147,45 @@ class SearchEngine:
         # tokenised once, here: alone (no vectors) the keyword side cuts CJK runs (`_text_hits`)
         terms = tuple(search_terms(query, split_cjk=not with_vectors)) if wants_text else ()
         pending = _VectorSide()
+        loop = anyio.lowlevel.current_token()
         async with anyio.create_task_group() as group:
             if with_vectors and embedding is not None and vectors is not None:
                 group.start_soon(self._vector_side, embedding, vectors, query, k_vec, pending)
 
-            def work() -> T:
-                if with_vectors and vectors is not None:
-                    vectors.refresh()  # its own read of the change feed, before the snapshot
-                    anyio.from_thread.run_sync(pending.refreshed.set)  # the vector side may start
-                with self.store.transaction(write=False) as tx:
-                    seen = viewer(tx)
+            def in_snapshot(tx: Tx, second: Tx | None) -> T:
+                seen = viewer(tx)
+                if second is not None:
+                    pending.second = _allowed(self.store, second, seen, ask.kinds, ask.project_id, None)
+                pending.start(loop)
+                try:
                     text_hits = self._text_hits(tx, seen, terms, ask, explain) if terms else []
-                    vector_hits: list[tuple[int, float]] = []
+                finally:  # the vector side is done with the second reader before it ends
                     if with_vectors:
-                        prepared = anyio.from_thread.run(pending.wait)
-                        if prepared is not None:
-                            vector_hits = self._vector_hits(tx, *prepared, seen, ask, explain)
-                    fused = fuse_hits(
-                        text_hits, vector_hits, method=method, alpha=alpha, k_final=k_final, explain=explain
-                    ) if searching else []  # fmt: skip
-                    if explain is not None and vector_hits and embedding is not None:
-                        self._per_model(tx, embedding, fused, explain)
-                    embedder = embedding.id if with_vectors and embedding is not None else None
-                    return rerank(tx, Candidates(query, terms, fused, seen, embedder))
+                        pending.done.wait()
+                vector_hits: list[tuple[int, float]] = []
+                if pending.hits is not None:
+                    vector_hits = pending.hits
+                elif pending.value is not None:
+                    vector_hits = self._vector_hits(tx, *pending.value, seen, ask, explain)
+                fused = fuse_hits(
+                    text_hits, vector_hits, method=method, alpha=alpha, k_final=k_final, explain=explain
+                ) if searching else []  # fmt: skip
+                if explain is not None and vector_hits and embedding is not None:
+                    self._per_model(tx, embedding, fused, explain)
+                embedder = embedding.id if with_vectors and embedding is not None else None
+                return rerank(tx, Candidates(query, terms, fused, seen, embedder))
+
+            def work() -> T:
+                try:
+                    if with_vectors and vectors is not None:
+                        vectors.refresh()  # its own read of the change feed, before the snapshot
+                    # the vector side finishes on a second reader of this snapshot beside the
+                    # keyword side, where the store has one to give (with `explain`: here, after)
+                    paired = with_vectors and explain is None
+                    with self.store.read_pair() if paired else _alone(self.store) as (tx, second):
+                        return in_snapshot(tx, second)
+                finally:  # whatever happened, the vector side is not left waiting
+                    pending.start(loop)
 
             result = await anyio.to_thread.run_sync(work)
         return result
@@ -174,12 +193,14 @@ class SearchEngine:
     async def _vector_side(
         self, embedding: EmbeddingService, vectors: VectorSearch, query: str, k: int, side: _VectorSide
     ) -> None:
-        """The vector side's work outside the snapshot, beside the keyword side: the query's
-        embedding, then (once the index has caught up) the index's arithmetic on a thread of
-        its own (`VectorSearch.prepare`); the snapshot's thread finishes it (visibility, exact
-        rescoring). No embedding when the model fails or takes longer than `vector_timeout`
-        (queued behind indexing work, say): the search then answers from text alone. The
-        snapshot's thread waits for `side.done`, which is always set."""
+        """The vector side's work beside the keyword side: the query's embedding, then (once
+        the snapshot's thread has had the index catch up: `side.refreshed`) on a thread of its
+        own the index's arithmetic (`VectorSearch.prepare`) and the rest of the search (visibility,
+        exact rescoring: `side.hits`) in the snapshot's second reader (`side.second`, from
+        `Store.read_pair`) when there is one by then; otherwise the snapshot's thread finishes
+        it (`side.value`). No embedding when the model fails or takes longer than
+        `vector_timeout` (queued behind indexing work, say): the search then answers from text
+        alone. The snapshot's thread waits for `side.done`, which is always set."""
         try:
             with anyio.move_on_after(self.vector_timeout) as timer:
                 query_vec = await embedding.embed_query(query[:MAX_QUERY_EMBED_CHARS])
@@ -187,14 +208,19 @@ class SearchEngine:
                 self.vector_timeouts += 1
                 log.info("vector search skipped: no query embedding within %.1f s", self.vector_timeout)
                 return
+
             await side.refreshed.wait()
+
+            def prepared() -> tuple[Finish, list[tuple[int, float]] | None]:
+                finish = vectors.prepare(query_vec, k)
+                second = side.second  # set before the keyword side starts, or never
+                return finish, (finish(second) if second is not None else None)
+
             # Its own threads: the snapshot's thread holds a token of the default limiter while
             # it waits for this, so under 40 searches at once the default limiter would deadlock.
             if self._prepare_limiter is None:
                 self._prepare_limiter = anyio.CapacityLimiter(PREPARE_THREADS)
-            finish = await anyio.to_thread.run_sync(
-                vectors.prepare, query_vec, k, limiter=self._prepare_limiter
-            )
+            finish, side.hits = await anyio.to_thread.run_sync(prepared, limiter=self._prepare_limiter)
             side.value = (query_vec, finish)
         except EmbedderUnavailable as exc:
             log.warning("vector search skipped: %s", exc.message)
@@ -321,17 +347,31 @@ class _Ask:
 
 class _VectorSide:
     """What a search's snapshot thread and its vector side (`SearchEngine._vector_side`) hand
-    each other: `refreshed` (the index has caught up: its arithmetic may start), then `value`
-    (the query embedding and the rest of the prepared search; None: text alone) once `done`."""
+    each other: `refreshed`, `second` (the visibility rule in the snapshot's second reader, if
+    any), then once `done` either `hits` (finished there) or `value` (the query embedding and the
+    rest of the prepared search) or neither (text alone). `done` is a thread's event: the
+    snapshot's thread waits for it without the event loop's help."""
 
     def __init__(self) -> None:
+        self.refreshed = anyio.Event()  # the index has caught up: its arithmetic may start
+        self._started = False
+        self.second: Allowed | None = None
+        self.hits: list[tuple[int, float]] | None = None
         self.value: tuple[Matrix, Finish] | None = None
-        self.refreshed = anyio.Event()
-        self.done = anyio.Event()
+        self.done = threading.Event()
 
-    async def wait(self) -> tuple[Matrix, Finish] | None:
-        await self.done.wait()
-        return self.value
+    def start(self, loop: anyio.lowlevel.EventLoopToken) -> None:
+        """Set `refreshed` from the snapshot's thread, once, without waiting for the event loop."""
+        if not self._started:
+            self._started = True
+            loop.backend_class.run_sync_soon(self.refreshed.set, (), loop.native_token)
+
+
+@contextmanager
+def _alone(store: Store) -> Iterator[tuple[Tx, None]]:
+    """`Store.read_pair` without the second transaction."""
+    with store.transaction(write=False) as tx:
+        yield tx, None
 
 
 def _hits(_tx: Tx, candidates: Candidates) -> list[FusedHit]:

@@ -40,7 +40,7 @@ import numpy.typing as npt
 from memhub.core.memory import release_free_memory
 from memhub.search import sketch as sketches
 from memhub.search.sketch import FIT_SAMPLE, Projection
-from memhub.search.vector_search import Allowed, Finish
+from memhub.search.vector_search import Allowed, Finish, VisibleTo
 from memhub.store.base import VectorChange
 
 log = logging.getLogger(__name__)
@@ -344,8 +344,11 @@ class VectorIndex:
 
         def finish(allowed: Allowed | None) -> list[tuple[int, float]]:
             hits = candidates(allowed)
-            exact = hits[: self._exact_count(k)]
-            return self._rescore(hits, query, k, self._stored([item_id for item_id, _ in exact]))
+            exact = [item_id for item_id, _ in hits[: self._exact_count(k)]]
+            # in the transaction the visibility rule carries, when it carries one: a search's
+            # second reader on another thread (Store.read_pair) rescores in its own snapshot
+            reader = allowed.tx if isinstance(allowed, VisibleTo) else None
+            return self._rescore(hits, query, k, self._stored(exact, reader))
 
         return finish
 
@@ -462,10 +465,13 @@ class VectorIndex:
         """How many of a search's best candidates are rescored exactly."""
         return min(k + self.rescore_extra, RESCORE_MAX)
 
-    def _stored(self, item_ids: list[int]) -> dict[int, bytes]:
-        """The float32 vectors of `item_ids` in the store, in one read transaction."""
+    def _stored(self, item_ids: list[int], reader: VectorReader | None = None) -> dict[int, bytes]:
+        """The float32 vectors of `item_ids` in the store: read in `reader`, or in one read
+        transaction (this thread's, when it is in one)."""
         if not item_ids:
             return {}
+        if reader is not None:
+            return reader.get_vectors(item_ids, self.embedder_id)
         with self.feed.transaction(write=False) as tx:
             return tx.get_vectors(item_ids, self.embedder_id)
 

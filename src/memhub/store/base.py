@@ -333,6 +333,13 @@ class Store(Protocol):
         transaction holds the store's writer lock until it commits."""
         ...
 
+    def read_pair(self) -> AbstractContextManager[tuple[Tx, Tx | None]]:
+        """`transaction(write=False)`, and a second read transaction that sees the same snapshot
+        on a connection of its own, for work on another thread meanwhile (the search's vector
+        side beside its keyword side); None where the backend cannot promise the same snapshot
+        without waiting. Both end when the block does: the second's user must be done by then."""
+        ...
+
     def vector_changes(
         self, embedder: str, after_seq: int, limit: int | None = None
     ) -> tuple[int, list[VectorChange]]:

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
-from psycopg import IsolationLevel
+from psycopg import IsolationLevel, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -50,6 +50,7 @@ RETIRE_WRITER = (
 )
 POOL_MAX = 10
 CONNECT_TIMEOUT_S = 10.0
+SPARE_WAIT_S = 0.001  # read_pair's second connection: taken when free, never waited for
 CLOSE_TIMEOUT_S = 2.0
 BUSY = "the database is busy (no free connection); retry the call"
 ENCRYPTION_REFUSED = (
@@ -92,7 +93,7 @@ class PostgresStore(BucketsMixin):
         self._writer = secrets.token_hex(8)  # this store's row of store_writers (the change probe)
         self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             url,
-            min_size=1,
+            min_size=2,  # a search reads in two (read_pair): both ready from the first one
             max_size=pool_max,
             kwargs={"autocommit": True, "row_factory": dict_row},
             open=False,
@@ -160,6 +161,38 @@ class PostgresStore(BucketsMixin):
                     yield tx
                 finally:
                     self._reading.tx = None
+
+    @contextmanager
+    def read_pair(self) -> Iterator[tuple[PostgresTx, PostgresTx | None]]:
+        """`transaction(write=False)` and a second read transaction on another pooled connection
+        that imports the first one's snapshot (`pg_export_snapshot`, `SET TRANSACTION
+        SNAPSHOT`): `Store.read_pair`. No second (None) when no connection is free at once
+        (the pool then grows for the next one, up to its size) or inside a read of this thread
+        (that one is joined)."""
+        joined = getattr(self._reading, "tx", None) is not None
+        with self.transaction(write=False) as tx:
+            spare = None if joined else self._spare()
+            if spare is None:
+                yield tx, None
+                return
+            try:
+                with _storage_errors():
+                    row = tx.conn.execute("SELECT pg_export_snapshot() AS s").fetchone()
+                    spare.read_only = True
+                    spare.isolation_level = IsolationLevel.REPEATABLE_READ
+                snapshot = sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(str((row or {})["s"])))
+                with _storage_errors(), spare.transaction():
+                    spare.execute(snapshot)  # the first statement of its transaction, as it must be
+                    yield tx, PostgresTx(spare, tx.now, write=False, hnsw=self._hnsw)
+            finally:
+                self._pool.putconn(spare)
+
+    def _spare(self) -> psycopg.Connection[DictRow] | None:
+        """A free pooled connection, or None without waiting for one."""
+        try:
+            return self._pool.getconn(timeout=SPARE_WAIT_S)
+        except PoolTimeout:
+            return None
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:

@@ -53,6 +53,8 @@ WRITER_CACHE_KIB = 32_000
 # (~1 % of its CPU), for ~12 MiB less per reader (docs/benchmarks.md, "100k server memory:
 # SQLite's caches and the e5 file's pages").
 READER_CACHE_KIB = 4_000
+# a read of the file that starts a reader's snapshot in WAL mode (BEGIN alone does not)
+_FIRST_READ = "SELECT 1 FROM sqlite_master LIMIT 1"
 _EXCLUDABLE = {  # base.BACKUP_PARTS, removed from a backup copy
     "memories": "DELETE FROM items WHERE kind = 'memory'",
     "associations": "DELETE FROM links WHERE type = 'association'",
@@ -127,6 +129,10 @@ class SqliteStore(BucketsMixin):
         self._local = threading.local()  # .conn: this thread's reader
         self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._readers_lock = threading.Lock()
+        self._partners: list[sqlite3.Connection] = []  # idle second readers of `read_pair`
+        self._all_partners: list[sqlite3.Connection] = []
+        self._probe: sqlite3.Connection | None = None  # `read_pair`'s "did anyone commit?" probe
+        self._probe_lock = threading.Lock()
         self._closed = False
         if check and (damage := doctor.wal_refusal(self.path)) is not None:
             raise MemhubError(ErrorKind.STORAGE, f"the database {self.path.name} is damaged: {damage}")
@@ -245,6 +251,67 @@ class SqliteStore(BucketsMixin):
             return
         with self._lock, _transaction(self._conn, "BEGIN IMMEDIATE") as conn:
             yield SqliteTx(conn, isoformat(self.clock.now()), write=True, cipher=self.cipher)
+
+    @contextmanager
+    def read_pair(self) -> Iterator[tuple[SqliteTx, SqliteTx | None]]:
+        """`transaction(write=False)` and a second read transaction on a connection of its own
+        that sees the same snapshot (`Store.read_pair`). In WAL mode a reader's snapshot is
+        taken at its first read: both first reads run between two reads of `PRAGMA data_version`
+        on a probe connection outside any transaction, which changes when any other connection
+        (this process's writer too) has committed; where it changed, the second is given up
+        (None) and nobody waited. Within a read of this thread: that one, and None."""
+        reader = self._reader()
+        if _in_transaction(reader):
+            with self.transaction(write=False) as tx:
+                yield tx, None
+            return
+        partner = self._partner()
+        now = isoformat(self.clock.now())
+        with _transaction(reader, "BEGIN") as conn:
+            paired = False
+            try:
+                before = self._committed()
+                conn.execute(_FIRST_READ).fetchall()
+                partner.execute("BEGIN")
+                partner.execute(_FIRST_READ).fetchall()
+                paired = self._committed() == before
+            except sqlite3.Error as exc:
+                _rollback(partner)
+                self._release_partner(partner)
+                raise _storage_error(exc) from exc
+            try:
+                second = SqliteTx(partner, now, write=False, cipher=self.cipher) if paired else None
+                yield SqliteTx(conn, now, write=False, cipher=self.cipher), second
+            finally:
+                _rollback(partner)
+                self._release_partner(partner)
+
+    def _partner(self) -> sqlite3.Connection:
+        """An idle second reader for `read_pair` (opened when none is idle)."""
+        with self._readers_lock:
+            if self._closed:
+                raise MemhubError(ErrorKind.STORAGE, "the store is closed")
+            if self._partners:
+                return self._partners.pop()
+        try:
+            conn = self._connect(read=True)
+        except sqlite3.Error as exc:
+            raise _storage_error(exc) from exc
+        with self._readers_lock:
+            self._all_partners.append(conn)
+        return conn
+
+    def _release_partner(self, conn: sqlite3.Connection) -> None:
+        with self._readers_lock:
+            if not self._closed:
+                self._partners.append(conn)
+
+    def _committed(self) -> int:
+        """The probe's `PRAGMA data_version`: changes once another connection has committed."""
+        with self._probe_lock:
+            if self._probe is None:
+                self._probe = self._connect(read=True)
+            return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
 
     # -- change feeds and maintenance ---------------------------------------------------
 
@@ -432,6 +499,14 @@ class SqliteStore(BucketsMixin):
             for _, conn in self._readers:
                 conn.close()
             self._readers.clear()
+            for conn in self._all_partners:
+                conn.close()
+            self._partners.clear()
+            self._all_partners.clear()
+            with self._probe_lock:
+                if self._probe is not None:
+                    self._probe.close()
+                    self._probe = None
             self._conn.close()
         self._close_buckets()
 
