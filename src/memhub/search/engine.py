@@ -1,12 +1,12 @@
 """Hybrid search (BM25 text + vector cosine, fused) and the vector backfill.
 
 `SearchEngine.run` is the one retrieval pipeline (services reach it through
-`services/retrieval.retrieve`): in one read transaction on one worker thread it builds the
-caller's viewer, runs the text side (FTS5 through the store's visibility filter) and, when the
-model is ready, the vector side (the query embedding, computed meanwhile on the event loop's
-side, then the `VectorSearch` with candidates filtered by the same visibility rule in the same
-snapshot), fuses them and hands the `Candidates` (search/pipeline.py) to the toolset's rerank
-in that snapshot. `search` is `run` without a rerank. It never waits for a model to load:
+`services/retrieval.retrieve`): in one read snapshot (`Store.read_pair`) it builds the
+caller's viewer, runs the text side (FTS5 through the store's visibility filter) on the
+snapshot's worker thread and, when the model is ready, the vector side beside it (the query
+embedding, then the `VectorSearch` with candidates filtered by the same visibility rule, in a
+second transaction of the same snapshot where the store gives one), fuses them and hands the
+`Candidates` (search/pipeline.py) to the toolset's rerank in that snapshot. `search` is `run` without a rerank. It never waits for a model to load:
 until `EmbeddingService.ready`, results come from text alone. Database and numpy work run on
 worker threads, never on the event loop.
 
@@ -120,7 +120,7 @@ class SearchEngine:
         method: FusionMethod = "linear",
         explain: Explanation | None = None,
     ) -> T:
-        """The one retrieval pipeline: in ONE read transaction (one snapshot), the viewer
+        """The one retrieval pipeline: in ONE read snapshot (`Store.read_pair`), the viewer
         (`viewer(tx)`), the keyword side, the vector side (its query embedding computed
         meanwhile on the event loop's side), the fusion, then the caller's `rerank(tx,
         candidates)` over the same snapshot; returns what the rerank returns.

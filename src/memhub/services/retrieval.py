@@ -5,10 +5,11 @@ decisions' graph-first search, the dashboard's search box) calls `retrieve`:
 
 1. settle: read your writes (`Call.catch_up`): wait briefly for this process's pending
    vectors, or learn the note saying what the search may miss;
-2. in ONE read transaction (search/engine.py `SearchEngine.run`): the viewer (the store's one
+2. in ONE read snapshot (search/engine.py `SearchEngine.run`): the viewer (the store's one
    visibility filter, per toolset: sessions, boundary classes), the keyword side (BM25 under
-   its row budget), the vector side (the query embedding is computed meanwhile), the fusion
-   (search/fusion.py), then the toolset's own rerank over the same snapshot.
+   its row budget), the vector side beside it (the query embedding, the index's search, in a
+   second transaction of the same snapshot where the store gives one: `Store.read_pair`), the
+   fusion (search/fusion.py), then the toolset's own rerank in the first transaction.
 
 A toolset keeps only its rerank (its `ranking.py`); `explain` (search/explain.py) records
 what each stage computed, so the dashboard's explanations are the tools' own numbers.
