@@ -25,6 +25,9 @@ refused there): a database seeded by `bench.assoc_latency.seed(url, n, embedder)
 with ANALYZE, as autovacuum would within a minute); the PostgreSQL stages (`PostgresTx`, the
 BM25 computed in Python, the nearest-neighbour query) are timed too.
 
+`--concurrent N` runs N searches at once (in rounds, the bench queries) and reports each
+call's p50/p95 and each round's p50 instead of the stages.
+
 `--fresh` times queries that are each new to the server (the `--dump` texts, in order): every
 search then embeds its query, where the default's repeated queries come from the cache.
 
@@ -322,6 +325,7 @@ async def measure(
     rss: bool,
     dump: Path | None = None,
     fresh: bool = False,
+    at_once: int = 1,
 ) -> None:
     if not rss and dump is None:
         _instrument()
@@ -338,17 +342,51 @@ async def measure(
             elif rss:
                 await _rss_steps(client, rng, runtime.store)
             else:
-                await _timed_searches(client, rng, queries, profile, fresh)
+                await _timed_searches(client, rng, queries, profile, fresh, at_once)
         group.cancel_scope.cancel()
     container.close()
 
 
+async def _concurrent_searches(client: Client, rng: random.Random, queries: int, at_once: int) -> None:
+    """`queries` searches, `at_once` of them at a time: each call's time and each round's."""
+    search = {"action": "search", "threshold": 0.0}
+    calls: list[float] = []
+    rounds: list[float] = []
+
+    async def one(query: str) -> None:
+        started = time.perf_counter()
+        result = await client.call_tool("memory", {**search, "query": query})
+        calls.append((time.perf_counter() - started) * 1000)
+        assert not result.is_error, result.content
+
+    cpu_started = time.process_time()
+    for _ in range(max(1, queries // at_once)):
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for _ in range(at_once):
+                group.start_soon(one, rng.choice(QUERIES))
+        rounds.append((time.perf_counter() - started) * 1000)
+    cpu_ms = (time.process_time() - cpu_started) * 1000 / len(calls)
+    p95 = sorted(calls)[int(0.95 * (len(calls) - 1))]
+    print(f"{len(calls)} memory searches, {at_once} at once: p50 {statistics.median(calls):.2f} ms,"
+          f" p95 {p95:.2f} ms; a round of {at_once} p50 {statistics.median(rounds):.2f} ms;"
+          f" CPU per search {cpu_ms:.2f} ms")  # fmt: skip
+
+
 async def _timed_searches(
-    client: Client, rng: random.Random, queries: int, profile: str | None, fresh: bool = False
+    client: Client,
+    rng: random.Random,
+    queries: int,
+    profile: str | None,
+    fresh: bool = False,
+    at_once: int = 1,
 ) -> None:
     search = {"action": "search", "threshold": 0.0}
     for _ in range(10):
         await client.call_tool("memory", {**search, "query": "warm up"})
+    if at_once > 1:
+        await _concurrent_searches(client, rng, queries, at_once)
+        return
     _times.clear()
     _cpu.clear()
     _spans.clear()
@@ -412,6 +450,7 @@ def main() -> None:
     parser.add_argument("--rss", action="store_true", help="resident memory after each step instead")
     parser.add_argument("--dump", type=Path, help="write 200 fixed queries' results here instead")
     parser.add_argument("--fresh", action="store_true", help="every query text new to the server (embedded)")
+    parser.add_argument("--concurrent", type=int, default=1, help="searches at once (calls' p50/p95 only)")
     parser.add_argument(
         "--memo-keywords", action="store_true", help="the keyword side from a memo: its cost taken away"
     )
@@ -428,8 +467,9 @@ def main() -> None:
             db = Path(tmp) / "bench.db"
             shutil.copyfile(args.db, db)
         anyio.run(
-            measure, db, Path(tmp), args.embedder, args.queries, args.profile, args.rss, args.dump, args.fresh
-        )
+            measure, db, Path(tmp), args.embedder, args.queries, args.profile, args.rss, args.dump,
+            args.fresh, args.concurrent,
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

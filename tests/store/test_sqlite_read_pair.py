@@ -4,6 +4,7 @@ reads would give them different snapshots: the probe sees it and the second is g
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from memhub.core.errors import MemhubError
 from memhub.core.models import Viewer
 from memhub.store.base import ItemQuery, NewItem
-from memhub.store.sqlite.database import SqliteStore
+from memhub.store.sqlite.database import IDLE_PARTNERS, SqliteStore
 
 EVERYONE = Viewer("alice", "2026-01-01T00:00:00Z")
 
@@ -74,3 +75,44 @@ def test_the_second_readers_are_reused_and_closed_with_the_store(tmp_path: Path)
     store.close()
     with pytest.raises(MemhubError, match="closed"), store.read_pair():
         pass
+
+
+def test_a_commit_just_before_the_probe_is_seen_by_both_readers(tmp_path: Path) -> None:
+    """The probe is read before either first read: a commit that lands as it is read is in
+    both snapshots (or, were the order otherwise, the second would have to be given up)."""
+    store = SqliteStore(tmp_path / "pair.db")
+    other = SqliteStore(tmp_path / "pair.db")
+    _add(store, "first")
+    store._committed()  # opens the probe
+    probe = store._probe
+    assert probe is not None
+    landed: list[int] = []
+
+    def commit_now(statement: str) -> None:
+        if statement.startswith("PRAGMA data_version") and not landed:
+            landed.append(_add(other, "landed at the probe"))
+
+    probe.set_trace_callback(commit_now)
+    with store.read_pair() as (tx, second):
+        assert landed
+        ids = [r.id for r in tx.query_items(EVERYONE, ItemQuery())]
+        assert landed[0] in ids
+        if second is not None:
+            assert [r.id for r in second.query_items(EVERYONE, ItemQuery())] == ids
+    probe.set_trace_callback(None)
+    other.close()
+    store.close()
+
+
+def test_after_a_burst_only_a_few_second_readers_stay_open(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "pair.db")
+    burst = [store._partner() for _ in range(IDLE_PARTNERS + 2)]  # searches at once
+    for conn in burst:
+        store._release_partner(conn)
+    kept = [conn for conn in burst if conn in store._partners]
+    assert len(kept) == IDLE_PARTNERS
+    for conn in burst:
+        if conn not in kept:
+            with pytest.raises(sqlite3.ProgrammingError):  # closed
+                conn.execute("SELECT 1")
+    store.close()

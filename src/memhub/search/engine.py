@@ -6,9 +6,9 @@ caller's viewer, runs the text side (FTS5 through the store's visibility filter)
 snapshot's worker thread and, when the model is ready, the vector side beside it (the query
 embedding, then the `VectorSearch` with candidates filtered by the same visibility rule, in a
 second transaction of the same snapshot where the store gives one), fuses them and hands the
-`Candidates` (search/pipeline.py) to the toolset's rerank in that snapshot. `search` is `run` without a rerank. It never waits for a model to load:
-until `EmbeddingService.ready`, results come from text alone. Database and numpy work run on
-worker threads, never on the event loop.
+`Candidates` (search/pipeline.py) to the toolset's rerank in that snapshot. `search` is `run`
+without a rerank. It never waits for a model to load: until `EmbeddingService.ready`, results
+come from text alone. Database and numpy work run on worker threads, never on the event loop.
 
 `VectorBackfill` (re-exported from `memhub.search.backfill`) gives items their vectors.
 """
@@ -30,6 +30,7 @@ import numpy as np
 
 from memhub.core.errors import invalid
 from memhub.core.models import Boundary, Viewer
+from memhub.core.tasks import task_group
 from memhub.core.text import search_terms
 from memhub.search.backfill import VectorBackfill
 from memhub.search.embedders.base import EmbedderUnavailable, Matrix
@@ -47,6 +48,9 @@ __all__ = ["SearchEngine", "VectorBackfill"]
 
 MAX_K = 1000  # per-side and final result caps
 PREPARE_THREADS = 2  # the vector index's arithmetic (numpy, memory-bound): more threads do not help
+# the vector sides' threads (the arithmetic, then the database's part in the second reader):
+# their own limiter, as many as anyio's default one holds snapshot threads
+VECTOR_THREADS = 40
 MAX_QUERY_EMBED_CHARS = 2000  # a pasted document as a query: its head carries the meaning
 
 
@@ -69,7 +73,8 @@ class SearchEngine:
         self.vectors = vectors
         self.vector_timeout = vector_timeout
         self.vector_timeouts = 0  # searches answered from text alone because embedding was slow (a metric)
-        self._prepare_limiter: anyio.CapacityLimiter | None = None  # made in the event loop
+        self._vector_limiter: anyio.CapacityLimiter | None = None  # made in the event loop
+        self._arithmetic = threading.BoundedSemaphore(PREPARE_THREADS)
 
     @property
     def vector_ready(self) -> bool:
@@ -148,14 +153,17 @@ class SearchEngine:
         terms = tuple(search_terms(query, split_cjk=not with_vectors)) if wants_text else ()
         pending = _VectorSide()
         loop = anyio.lowlevel.current_token()
-        async with anyio.create_task_group() as group:
+        async with task_group() as group:
             if with_vectors and embedding is not None and vectors is not None:
                 group.start_soon(self._vector_side, embedding, vectors, query, k_vec, pending)
 
             def in_snapshot(tx: Tx, second: Tx | None) -> T:
                 seen = viewer(tx)
                 if second is not None:
-                    pending.second = _allowed(self.store, second, seen, ask.kinds, ask.project_id, None)
+                    pending.second = (
+                        second,
+                        _allowed(self.store, second, seen, ask.kinds, ask.project_id, None),
+                    )
                 pending.start(loop)
                 try:
                     text_hits = self._text_hits(tx, seen, terms, ask, explain) if terms else []
@@ -211,21 +219,30 @@ class SearchEngine:
 
             await side.refreshed.wait()
 
-            def prepared() -> tuple[Finish, list[tuple[int, float]] | None]:
-                finish = vectors.prepare(query_vec, k)
-                second = side.second  # set before the keyword side starts, or never
-                return finish, (finish(second) if second is not None else None)
+            def prepared() -> tuple[Finish | None, list[tuple[int, float]] | None]:
+                try:
+                    with self._arithmetic:
+                        finish = vectors.prepare(query_vec, k)
+                except ValueError as exc:  # the index refused the query (a dimension it does not hold)
+                    log.warning("vector search skipped: %s", exc)
+                    return None, None
+                if side.second is None:  # set before the vector side is told to start, or never
+                    return finish, None
+                second, allowed = side.second
+                with second.failures():
+                    return finish, finish(allowed)
 
-            # Its own threads: the snapshot's thread holds a token of the default limiter while
-            # it waits for this, so under 40 searches at once the default limiter would deadlock.
-            if self._prepare_limiter is None:
-                self._prepare_limiter = anyio.CapacityLimiter(PREPARE_THREADS)
-            finish, side.hits = await anyio.to_thread.run_sync(prepared, limiter=self._prepare_limiter)
-            side.value = (query_vec, finish)
+            # Its own threads: a snapshot's thread holds a token of the default limiter while it
+            # waits for this, so under 40 searches at once the default limiter would deadlock.
+            # A thread here waits for nothing a snapshot's thread holds: the arithmetic's
+            # semaphore is held by arithmetic only, the second reader by this search alone.
+            if self._vector_limiter is None:
+                self._vector_limiter = anyio.CapacityLimiter(VECTOR_THREADS)
+            finish, side.hits = await anyio.to_thread.run_sync(prepared, limiter=self._vector_limiter)
+            if finish is not None:
+                side.value = (query_vec, finish)
         except EmbedderUnavailable as exc:
             log.warning("vector search skipped: %s", exc.message)
-        except ValueError as exc:  # the index refused the query (a dimension it does not hold)
-            log.warning("vector search skipped: %s", exc)
         finally:
             side.done.set()
 
@@ -355,7 +372,7 @@ class _VectorSide:
     def __init__(self) -> None:
         self.refreshed = anyio.Event()  # the index has caught up: its arithmetic may start
         self._started = False
-        self.second: Allowed | None = None
+        self.second: tuple[Tx, Allowed] | None = None  # the second reader, the rule in it
         self.hits: list[tuple[int, float]] | None = None
         self.value: tuple[Matrix, Finish] | None = None
         self.done = threading.Event()

@@ -34,8 +34,8 @@ class VisibleTo:
         self.store = store
         self.rule = rule
         self.check = check  # the same rule in a transaction the caller holds (one snapshot)
-        # that transaction: a search in the database runs in it (its snapshot, and no second
-        # pooled connection, which searches holding one each would wait for: a pool deadlock)
+        # that transaction: the search's reads run in it (its snapshot, and no pooled connection
+        # taken meanwhile, which searches holding one each would wait for: a pool deadlock)
         self.tx = tx
 
     def __call__(self, ids: list[int]) -> set[int]:
@@ -82,7 +82,8 @@ class VectorSearch(Protocol):
 
     def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:
         """`search` in two steps: what needs no database now (any thread), the rest when the
-        returned function is called with `allowed` (in the caller's read transaction);
+        returned function is called with `allowed` (in the transaction it carries, a
+        `VisibleTo`'s `tx`, or the calling thread's read transaction);
         `prepare(q, k)(allowed) == search(q, k, allowed)`."""
         ...
 

@@ -338,8 +338,9 @@ class VectorIndex:
         """`search` in two steps: the arithmetic now (the sketch pass and the kept rows' scores
         from the codes, or on a small index the scan of every row: numpy, no database), the
         rest (visibility, the exact rescoring, which read the store) when the returned function
-        is called, in the caller's read transaction. The search engine runs this step on a
-        thread of its own while its keyword side runs in the snapshot's thread."""
+        is called: in the transaction `allowed` carries (`VisibleTo.tx`), else in this thread's.
+        The search engine runs both on a thread of its own while its keyword side runs in the
+        snapshot's thread, the rest in the snapshot's second reader (`Store.read_pair`)."""
         query, candidates = self._prepare(query_vec, k)
 
         def finish(allowed: Allowed | None) -> list[tuple[int, float]]:

@@ -319,7 +319,14 @@ class PceTx(Protocol):
 
 
 class Tx(ItemsTx, PeopleTx, LinksTx, VectorsTx, AuditTx, MaintenanceTx, PceTx, Protocol):
-    """One transaction. Methods raise MemhubError(STORAGE) on database failure."""
+    """One transaction. Methods raise MemhubError(STORAGE) on database failure (in the block
+    that opened it; elsewhere, inside `failures()`)."""
+
+    def failures(self) -> AbstractContextManager[None]:
+        """Database failures inside the block raise MemhubError(STORAGE), as they do through
+        the block that opened the transaction: for the second reader of `Store.read_pair`,
+        used on another thread."""
+        ...
 
 
 class Store(Protocol):

@@ -26,13 +26,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import IsolationLevel, sql
+from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from memhub.core.clock import Clock, SystemClock, isoformat
 from memhub.core.errors import ErrorKind, MemhubError
 from memhub.store.base import EventRow, VectorChange, Visibility
 from memhub.store.postgres.buckets import BucketsMixin
+from memhub.store.postgres.errors import storage_errors as _storage_errors
 from memhub.store.postgres.tx import PostgresTx
 
 log = logging.getLogger(__name__)
@@ -93,7 +95,7 @@ class PostgresStore(BucketsMixin):
         self._writer = secrets.token_hex(8)  # this store's row of store_writers (the change probe)
         self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             url,
-            min_size=2,  # a search reads in two (read_pair): both ready from the first one
+            min_size=min(2, pool_max),  # a search reads in two (read_pair): both ready for the first
             max_size=pool_max,
             kwargs={"autocommit": True, "row_factory": dict_row},
             open=False,
@@ -166,9 +168,9 @@ class PostgresStore(BucketsMixin):
     def read_pair(self) -> Iterator[tuple[PostgresTx, PostgresTx | None]]:
         """`transaction(write=False)` and a second read transaction on another pooled connection
         that imports the first one's snapshot (`pg_export_snapshot`, `SET TRANSACTION
-        SNAPSHOT`): `Store.read_pair`. No second (None) when no connection is free at once
-        (the pool then grows for the next one, up to its size) or inside a read of this thread
-        (that one is joined)."""
+        SNAPSHOT`): `Store.read_pair`. No second (None) inside a read of this thread (that one
+        is joined), when no connection is free at once (the pool then grows for the next one,
+        up to its size), or when the spare one fails to begin (the first goes on)."""
         joined = getattr(self._reading, "tx", None) is not None
         with self.transaction(write=False) as tx:
             spare = None if joined else self._spare()
@@ -176,14 +178,14 @@ class PostgresStore(BucketsMixin):
                 yield tx, None
                 return
             try:
-                with _storage_errors():
+                with _storage_errors():  # the first transaction's: its failure fails the call
                     row = tx.conn.execute("SELECT pg_export_snapshot() AS s").fetchone()
-                    spare.read_only = True
-                    spare.isolation_level = IsolationLevel.REPEATABLE_READ
-                snapshot = sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(str((row or {})["s"])))
-                with _storage_errors(), spare.transaction():
-                    spare.execute(snapshot)  # the first statement of its transaction, as it must be
-                    yield tx, PostgresTx(spare, tx.now, write=False, hnsw=self._hnsw)
+                second = _import_snapshot(spare, str((row or {})["s"]), tx.now, self._hnsw)
+                try:
+                    yield tx, second
+                finally:
+                    if second is not None:
+                        _end_read(spare)
             finally:
                 self._pool.putconn(spare)
 
@@ -191,7 +193,7 @@ class PostgresStore(BucketsMixin):
         """A free pooled connection, or None without waiting for one."""
         try:
             return self._pool.getconn(timeout=SPARE_WAIT_S)
-        except PoolTimeout:
+        except (PoolTimeout, PoolClosed):
             return None
 
     @contextmanager
@@ -286,20 +288,26 @@ class PostgresStore(BucketsMixin):
             self._pool.close()
 
 
-@contextmanager
-def _storage_errors() -> Iterator[None]:
+def _import_snapshot(
+    conn: psycopg.Connection[DictRow], snapshot: str, now: str, hnsw: set[int]
+) -> PostgresTx | None:
+    """A read-only transaction on `conn` (autocommit: BEGIN by hand) in the exported
+    `snapshot`; None (nothing left open) if it cannot begin."""
     try:
-        yield
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        # the first statement of the transaction, as it must be
+        conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
     except psycopg.Error as exc:
-        raise _storage_error(exc) from exc
+        log.info("no second reader for this search: %s", type(exc).__name__)
+        _end_read(conn)
+        return None
+    return PostgresTx(conn, now, write=False, hnsw=hnsw)
 
 
-def _storage_error(exc: psycopg.Error) -> MemhubError:
-    if isinstance(exc, psycopg.errors.DiskFull):
-        message = "the disk is full; nothing was written"
-    elif isinstance(exc, psycopg.OperationalError):
-        message = "the database is unavailable; nothing was written, retry the call"
-    else:
-        message = "the database reported an error; nothing was written"
-    log.error("postgresql error: %s", type(exc).__name__)
-    return MemhubError(ErrorKind.STORAGE, message)
+def _end_read(conn: psycopg.Connection[DictRow]) -> None:
+    """End a read transaction begun by hand; a broken connection is the pool's to replace."""
+    try:
+        if conn.info.transaction_status != TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+    except psycopg.Error as exc:
+        log.info("a second reader's transaction did not end cleanly: %s", type(exc).__name__)

@@ -8,6 +8,7 @@ is: content encryption is refused when the store opens (store/postgres/database.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from psycopg.rows import DictRow
 from memhub.core.models import Viewer
 from memhub.store.base import ItemQuery, ItemRow, Visibility
 from memhub.store.postgres import bm25, text, vectors
+from memhub.store.postgres.errors import storage_errors
 from memhub.store.postgres.maintenance import MaintenanceMixin
 from memhub.store.postgres.people import PeopleMixin
 from memhub.store.sql import POSTGRESQL, item_where, visible
@@ -40,6 +42,9 @@ class PostgresTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin
         self.now = now
         self.write = write
         self._hnsw = hnsw  # dimensions known to have their HNSW index (shared by the store)
+
+    def failures(self) -> AbstractContextManager[None]:
+        return storage_errors()
 
     def _one(self, sql: str, args: Sequence[Any] = ()) -> Any:
         row = self.conn.execute(sql, args).fetchone()

@@ -7,7 +7,9 @@ first read. In WAL mode a reader never waits for a writer, and each read transac
 everything committed before it began, by this process or another: a read right after a
 write of the same process sees it. Every connection gets the `mh_plain` function
 (encryption.register). Readers of threads that have ended are closed when the next reader
-is opened; `close()` closes the writer and every reader.
+is opened. `read_pair` adds second readers (pooled, a few kept while idle) and a probe
+connection that tells whether anything was committed between two moments; `close()` closes
+the writer, every reader, the second readers and the probe.
 
 Several processes may share the file: SQLite's own locking orders their writes,
 `busy_timeout` makes a writer wait instead of failing, and the in-process indexes follow
@@ -33,6 +35,7 @@ from memhub.store.base import EventRow, Tx, VectorChange
 from memhub.store.crypto import PREFIX, ContentCipher
 from memhub.store.sqlite import doctor, encryption, sealing
 from memhub.store.sqlite.buckets import BucketFile, BucketsMixin
+from memhub.store.sqlite.errors import storage_error as _storage_error
 from memhub.store.sqlite.tx import SqliteTx
 from memhub.store.sqlite.wal import use_wal
 
@@ -53,6 +56,7 @@ WRITER_CACHE_KIB = 32_000
 # (~1 % of its CPU), for ~12 MiB less per reader (docs/benchmarks.md, "100k server memory:
 # SQLite's caches and the e5 file's pages").
 READER_CACHE_KIB = 4_000
+IDLE_PARTNERS = 4  # read_pair's second readers kept open while idle (each with its page cache)
 # a read of the file that starts a reader's snapshot in WAL mode (BEGIN alone does not)
 _FIRST_READ = "SELECT 1 FROM sqlite_master LIMIT 1"
 _EXCLUDABLE = {  # base.BACKUP_PARTS, removed from a backup copy
@@ -298,18 +302,29 @@ class SqliteStore(BucketsMixin):
         except sqlite3.Error as exc:
             raise _storage_error(exc) from exc
         with self._readers_lock:
+            if self._closed:  # closed meanwhile: nobody would close this one
+                conn.close()
+                raise MemhubError(ErrorKind.STORAGE, "the store is closed")
             self._all_partners.append(conn)
         return conn
 
     def _release_partner(self, conn: sqlite3.Connection) -> None:
+        """Back to the idle ones; past IDLE_PARTNERS (after a burst of searches) closed."""
         with self._readers_lock:
-            if not self._closed:
+            if self._closed:
+                return
+            if len(self._partners) < IDLE_PARTNERS:
                 self._partners.append(conn)
+                return
+            self._all_partners.remove(conn)
+        conn.close()
 
     def _committed(self) -> int:
         """The probe's `PRAGMA data_version`: changes once another connection has committed."""
         with self._probe_lock:
             if self._probe is None:
+                if self._closed:
+                    raise MemhubError(ErrorKind.STORAGE, "the store is closed")
                 self._probe = self._connect(read=True)
             return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
 
@@ -538,15 +553,3 @@ def _in_transaction(conn: sqlite3.Connection) -> bool:
 def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         conn.execute("ROLLBACK")
-
-
-def _storage_error(exc: sqlite3.Error) -> MemhubError:
-    text = str(exc).lower()
-    if "locked" in text or "busy" in text:
-        message = "the database is busy (another writer held it too long); retry the call"
-    elif "full" in text:
-        message = "the disk is full; nothing was written"
-    else:
-        message = "the database reported an error; nothing was written"
-    log.error("sqlite error: %s", exc)
-    return MemhubError(ErrorKind.STORAGE, message)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from memhub.core.models import Viewer
@@ -18,6 +19,7 @@ from memhub.store.sql.audit import AuditMixin
 from memhub.store.sql.budget import TEXT_BUDGET
 from memhub.store.sql.claims import ClaimsMixin
 from memhub.store.sql.items import ItemsMixin
+from memhub.store.sqlite.errors import storage_errors
 from memhub.store.sqlite.fts import (
     bounded_match,
     match_term,
@@ -41,6 +43,9 @@ class SqliteTx(ItemsMixin, PeopleMixin, MaintenanceMixin, PceMixin, AuditMixin, 
         self.now = now
         self.write = write
         self.cipher = cipher  # None: text stored as it is
+
+    def failures(self) -> AbstractContextManager[None]:
+        return storage_errors()
 
     # -- items ----------------------------------------------------------------------------
 
