@@ -11,8 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
-from tests.search.conftest import AddItem
+from tests.search.conftest import NOW, AddItem
 
+from memhub.core.errors import ErrorKind, MemhubError
 from memhub.core.models import Viewer
 from memhub.search import EmbeddingService, HashingEmbedder, SearchEngine, VectorBackfill, VectorIndex
 from memhub.search.fusion import anchored, by_best, normalised, normalize_scores
@@ -179,3 +180,18 @@ async def test_without_a_second_reader_the_snapshot_thread_finishes_alike(
     monkeypatch.setattr(store, "read_pair", alone)
     assert [await engine.search(alice, q, k_final=10) for q in queries] == paired
     assert all(paired[:3])
+
+
+async def test_a_failure_inside_the_search_comes_out_as_itself(store: Store, add_item: AddItem) -> None:
+    """A MemhubError of the rerank (or the viewer, or the store) reaches the caller as that
+    error, with its kind, not wrapped in an ExceptionGroup (which the tool layer would report
+    as an internal error)."""
+    add_item("we deploy everything with kubernetes")
+    engine, _ = await _indexed_engine(store)
+
+    def rerank(_tx: Tx, _found: Candidates) -> None:
+        raise MemhubError(ErrorKind.NOT_FOUND, "no such project")
+
+    with pytest.raises(MemhubError) as raised:
+        await engine.run("kubernetes", lambda _tx: Viewer(principal="alice", now=NOW), rerank)
+    assert raised.value.kind == ErrorKind.NOT_FOUND

@@ -54,8 +54,12 @@ class StoreVectorSearch:
         return [self.search(query_vec, k, allowed) for query_vec, allowed in asks]
 
     def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:
-        """Nothing to do up front: the database does the whole search when it is asked."""
-        return partial(self.search, query_vec, k)
+        """Only the query's check up front (a dimension the index does not hold: ValueError,
+        as `VectorIndex.prepare` raises it): the database does the whole search when asked."""
+        query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dim:
+            raise ValueError(f"query has {query.shape[0]} dimensions, the index {self.dim}")
+        return partial(self.search, query, k)
 
     def search(
         self, query_vec: npt.ArrayLike, k: int, allowed: Allowed | None = None

@@ -269,21 +269,18 @@ class SqliteStore(BucketsMixin):
             with self.transaction(write=False) as tx:
                 yield tx, None
             return
-        partner = self._partner()
         now = isoformat(self.clock.now())
         with _transaction(reader, "BEGIN") as conn:
-            paired = False
+            partner = self._partner()
             try:
-                before = self._committed()
-                conn.execute(_FIRST_READ).fetchall()
-                partner.execute("BEGIN")
-                partner.execute(_FIRST_READ).fetchall()
-                paired = self._committed() == before
-            except sqlite3.Error as exc:
-                _rollback(partner)
-                self._release_partner(partner)
-                raise _storage_error(exc) from exc
-            try:
+                try:
+                    before = self._committed()
+                    conn.execute(_FIRST_READ).fetchall()
+                    partner.execute("BEGIN")
+                    partner.execute(_FIRST_READ).fetchall()
+                    paired = self._committed() == before
+                except sqlite3.Error as exc:
+                    raise _storage_error(exc) from exc
                 second = SqliteTx(partner, now, write=False, cipher=self.cipher) if paired else None
                 yield SqliteTx(conn, now, write=False, cipher=self.cipher), second
             finally:
@@ -309,14 +306,14 @@ class SqliteStore(BucketsMixin):
         return conn
 
     def _release_partner(self, conn: sqlite3.Connection) -> None:
-        """Back to the idle ones; past IDLE_PARTNERS (after a burst of searches) closed."""
+        """Back to the idle ones; past IDLE_PARTNERS (after a burst of searches), or once the
+        store is closed (`close` leaves a second reader in use open), closed."""
         with self._readers_lock:
-            if self._closed:
-                return
-            if len(self._partners) < IDLE_PARTNERS:
+            if not self._closed and len(self._partners) < IDLE_PARTNERS:
                 self._partners.append(conn)
                 return
-            self._all_partners.remove(conn)
+            if conn in self._all_partners:
+                self._all_partners.remove(conn)
         conn.close()
 
     def _committed(self) -> int:
@@ -508,16 +505,17 @@ class SqliteStore(BucketsMixin):
         return []
 
     def close(self) -> None:
-        """Close the writer and every reader (after the write under way, if any)."""
+        """Close the writer and every reader (after the write under way, if any); a second
+        reader of `read_pair` in use is closed when its pair ends."""
         with self._lock, self._readers_lock:
             self._closed = True
             for _, conn in self._readers:
                 conn.close()
             self._readers.clear()
-            for conn in self._all_partners:
+            for conn in self._partners:  # idle ones: one in use is closed when it is released
                 conn.close()
+                self._all_partners.remove(conn)
             self._partners.clear()
-            self._all_partners.clear()
             with self._probe_lock:
                 if self._probe is not None:
                     self._probe.close()
@@ -551,5 +549,5 @@ def _in_transaction(conn: sqlite3.Connection) -> bool:
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
+    if _in_transaction(conn):
         conn.execute("ROLLBACK")
