@@ -205,8 +205,8 @@ class SearchEngine:
         the snapshot's thread has had the index catch up: `side.refreshed`) on a thread of its
         own the index's arithmetic (`VectorSearch.prepare`) and the rest of the search (visibility,
         exact rescoring: `side.hits`) in the snapshot's second reader (`side.second`, from
-        `Store.read_pair`) when there is one by then; otherwise the snapshot's thread finishes
-        it (`side.value`). No embedding when the model fails or takes longer than
+        `Store.read_pair`, set before `side.refreshed` when the store gave one); otherwise the
+        snapshot's thread finishes it (`side.value`). No embedding when the model fails or takes longer than
         `vector_timeout` (queued behind indexing work, say): the search then answers from text
         alone. The snapshot's thread waits for `side.done`, which is always set."""
         try:

@@ -55,7 +55,7 @@ class StoreVectorSearch:
 
     def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:
         """Only the query's check up front (a dimension the index does not hold: ValueError,
-        as `VectorIndex.prepare` raises it): the database does the whole search when asked."""
+        as the in-process index's `prepare` raises it): the database does the search when asked."""
         query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise ValueError(f"query has {query.shape[0]} dimensions, the index {self.dim}")
