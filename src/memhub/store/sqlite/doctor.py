@@ -207,19 +207,20 @@ def _wal(path: Path, page_size: int | None, found: Diagnosis) -> None:
         s0, s1 = _checksum(header[:8], big, s0, s1)
         s0, s1 = _checksum(data[start + FRAME_HEADER : start + frame_size], big, s0, s1)
         if (s0, s1) != (f0, f1):
-            later = (
-                struct.unpack(">2I", data[at + 8 : at + 16])
+            later = (  # each later frame's commit field and salts
+                struct.unpack(">3I", data[at + 4 : at + 16])
                 for at in range(start + frame_size, WAL_HEADER + total * frame_size, frame_size)
             )
-            if all(salts != (salt1, salt2) for salts in later):
-                # the last frame this log's generation wrote, torn by a stop in mid-write (its
-                # header written, its page not): its transaction never committed; what follows,
-                # if anything, is an earlier generation's
+            if not any(done and (one, two) == (salt1, salt2) for done, one, two in later):
+                # no commit of this log's generation after it: a frame of the transaction being
+                # written when the process stopped (its header written, its page not, or a page
+                # rewritten in place), which never committed; frames of other salts after it are
+                # an earlier generation's
                 found.findings.append(
                     Finding(
                         "wal",
-                        f"write-ahead log frame {index + 1} of {total}, the last one written, was cut"
-                        " short (a stop in mid-write): SQLite ignores it, its transaction never committed",
+                        f"write-ahead log frame {index + 1} of {total} was cut short by a stop in"
+                        " mid-write: SQLite ignores it and what follows, no commit among them",
                         False,
                     )
                 )
