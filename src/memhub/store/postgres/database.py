@@ -178,8 +178,8 @@ class PostgresStore(BucketsMixin):
                 yield tx, None
                 return
             try:
-                with _storage_errors():  # the first transaction's: its failure fails the call
-                    row = tx.conn.execute("SELECT pg_export_snapshot() AS s").fetchone()
+                # the first transaction's: a failure fails the call (`transaction`: a storage error)
+                row = tx.conn.execute("SELECT pg_export_snapshot() AS s").fetchone()
                 second = _import_snapshot(spare, str((row or {})["s"]), tx.now, self._hnsw)
                 try:
                     yield tx, second

@@ -134,7 +134,6 @@ class SqliteStore(BucketsMixin):
         self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._readers_lock = threading.Lock()
         self._partners: list[sqlite3.Connection] = []  # idle second readers of `read_pair`
-        self._all_partners: list[sqlite3.Connection] = []
         self._probe: sqlite3.Connection | None = None  # `read_pair`'s "did anyone commit?" probe
         self._probe_lock = threading.Lock()
         self._closed = False
@@ -272,15 +271,12 @@ class SqliteStore(BucketsMixin):
         now = isoformat(self.clock.now())
         with _transaction(reader, "BEGIN") as conn:
             partner = self._partner()
-            try:
-                try:
-                    before = self._committed()
-                    conn.execute(_FIRST_READ).fetchall()
-                    partner.execute("BEGIN")
-                    partner.execute(_FIRST_READ).fetchall()
-                    paired = self._committed() == before
-                except sqlite3.Error as exc:
-                    raise _storage_error(exc) from exc
+            try:  # a failure here fails the first transaction (`_transaction`: a storage error)
+                before = self._committed()
+                conn.execute(_FIRST_READ).fetchall()
+                partner.execute("BEGIN")
+                partner.execute(_FIRST_READ).fetchall()
+                paired = self._committed() == before
                 second = SqliteTx(partner, now, write=False, cipher=self.cipher) if paired else None
                 yield SqliteTx(conn, now, write=False, cipher=self.cipher), second
             finally:
@@ -298,11 +294,9 @@ class SqliteStore(BucketsMixin):
             conn = self._connect(read=True)
         except sqlite3.Error as exc:
             raise _storage_error(exc) from exc
-        with self._readers_lock:
-            if self._closed:  # closed meanwhile: nobody would close this one
-                conn.close()
-                raise MemhubError(ErrorKind.STORAGE, "the store is closed")
-            self._all_partners.append(conn)
+        if self._closed:  # closed meanwhile: nobody would close this one
+            conn.close()
+            raise MemhubError(ErrorKind.STORAGE, "the store is closed")
         return conn
 
     def _release_partner(self, conn: sqlite3.Connection) -> None:
@@ -312,8 +306,6 @@ class SqliteStore(BucketsMixin):
             if not self._closed and len(self._partners) < IDLE_PARTNERS:
                 self._partners.append(conn)
                 return
-            if conn in self._all_partners:
-                self._all_partners.remove(conn)
         conn.close()
 
     def _committed(self) -> int:
@@ -514,7 +506,6 @@ class SqliteStore(BucketsMixin):
             self._readers.clear()
             for conn in self._partners:  # idle ones: one in use is closed when it is released
                 conn.close()
-                self._all_partners.remove(conn)
             self._partners.clear()
             with self._probe_lock:
                 if self._probe is not None:
