@@ -22,6 +22,7 @@ from tests.pair import backfill_running, settled
 from tests.store.backends import Backend
 
 from memhub.cli.container import Container, build_container
+from memhub.search.backfill import PENDING_WAIT_S
 from memhub.search.embedders.hashing import HashingEmbedder
 from memhub.services.runtime import SETTLE_SECONDS
 from memhub.store.rows import NewItem
@@ -166,3 +167,49 @@ async def test_a_search_right_after_an_import_does_not_wait_for_the_whole_import
         assert "still without vectors" in found["note"]
         assert took < 1.0  # it stopped waiting once the backlog (~6 s of embedding) was known
         assert found["memories"]  # by keyword meanwhile
+
+
+async def _import(client: Client, count: int, topic: str) -> None:
+    memories = [{"content": f"imported memo {n} about {topic}", "domain": "user"} for n in range(count)]
+    await ok(client, "memory_manage", action="import", import_data=json.dumps({"memories": memories}))
+
+
+async def test_a_search_waits_for_pending_vectors_half_a_second_at_most(
+    tmp_path: Path, backend: Backend
+) -> None:
+    """A backlog of most of a second (30 memories at 50 ms each, on two workers) is one the read
+    could clear within its 1.5 s, but waiting for it would make this search ~100x its usual
+    time: it answers at once with what is indexed and says how many are pending."""
+    async with serving(tmp_path, backend, 0.0, passage_seconds=0.05) as (container, client):
+        await backfill_running(container)
+        await _import(client, 16, "warm up")  # the backfill measures its rate on these
+        await settled(container)
+        await _import(client, 30, "rollouts")
+        started = time.monotonic()
+        found = await ok(client, "memory", action="search", query="rollouts")
+        took = time.monotonic() - started
+        assert "still without vectors" in found.get("note", "")
+        assert took < PENDING_WAIT_S
+        assert found["memories"]  # by keyword meanwhile
+
+
+async def test_a_search_counts_the_batches_under_way(tmp_path: Path, backend: Backend) -> None:
+    """A memory stored while the backfill embeds a batch gets its vector after that batch: the
+    read judges the batch under way too (before, it counted one item and waited for the batch)."""
+    async with serving(tmp_path, backend, 0.0, passage_seconds=0.02) as (container, client):
+        backfill = container.runtime.backfill
+        assert backfill is not None
+        await backfill_running(container)
+        await _import(client, 16, "warm up")
+        await settled(container)
+        await _import(client, 64, "rollouts")  # one batch: ~0.6 s on two workers
+        with anyio.fail_after(10):
+            while backfill.backlog or not backfill.pending:  # scanned and taken
+                await anyio.sleep(0.005)
+        await ok(client, "memory", action="store", content="a rollout checklist", domain="user")
+        started = time.monotonic()
+        found = await ok(client, "memory", action="search", query="rollout checklist")
+        took = time.monotonic() - started
+        assert "still without vectors" in found.get("note", "")
+        assert took < PENDING_WAIT_S
+        assert "a rollout checklist" in [m["content"] for m in found["memories"]]  # by keyword

@@ -20,13 +20,14 @@ the next one that meets them. A process that restarts scans every id again, so i
 whatever is missing.
 
 Read your writes: `readiness(timeout)` is what a read that needs vectors calls first. It waits,
-within `timeout` in all, for a model still loading and then for this process's writes to get
-their vectors — but only for a backlog it can clear in the time left (estimated from the
-measured embedding rate); otherwise it answers at once. The judgement is made again whenever
-the backfill learns more while the read waits: a write of many items (an import) counts as one
-until the backfill's scan has read it, and the read then stops waiting at once instead of
-waiting out its timeout. The `Readiness` it returns says what
-the read may miss (the model not loaded: keyword search alone; items still without vectors).
+within `timeout` in all, for a model still loading and then, `PENDING_WAIT_S` at most, for this
+process's writes to get their vectors — but only for a backlog it can clear in that time
+(the batches under way, the prefetched rows and the writes not scanned yet, at the measured
+throughput: storing and linking included); otherwise it answers at once. The judgement is made
+again whenever the backfill learns more while the read waits: a write of many items (an
+import) counts as one until the backfill's scan has read it, and the read then stops waiting
+at once instead of waiting out its time. The `Readiness` it returns says what the read may
+miss (the model not loaded: keyword search alone; items still without vectors).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ FIRST_GUESS_S = 0.05  # seconds per item before any batch was timed (a model on 
 RATE_BATCHES = 16  # the indexing rate is measured over this many recent batches
 LEASE_S = 300.0  # how long a claim on a batch of items lasts (embedding it takes seconds)
 PIPELINE = 8  # batches run_forever embeds back to back (each stored while the next is embedded)
+PENDING_WAIT_S = 0.5  # a read waits at most this long for this process's writes to get vectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +183,7 @@ class VectorBackfill:
         self._started: anyio.Event | None = None  # set when run_forever follows writes
         self._begun = False  # run_forever was called
         self.seconds_per_item = FIRST_GUESS_S  # measured: a moving average over batches
+        self._in_hand = 0  # items taken from the queue, being embedded or stored
         self._batches: deque[tuple[float, int]] = deque(maxlen=RATE_BATCHES)  # (seconds, stored)
 
     def reset(self) -> None:
@@ -241,14 +244,21 @@ class VectorBackfill:
         return self._caught_up >= target
 
     def _estimate(self) -> int:
-        """Items waiting for vectors as far as this process knows: the prefetched queue and the
-        writes since the last scan (one item each, at least)."""
-        return len(self._queue) + max(0, self._written - self._scan_generation)
+        """Items waiting for vectors as far as this process knows: the batches under way, the
+        prefetched queue and the writes since the last scan (one item each, at least)."""
+        return self._in_hand + len(self._queue) + max(0, self._written - self._scan_generation)
+
+    def _item_seconds(self) -> float:
+        """Seconds an item takes to get its vector and its follow-up work done: the measured
+        throughput (storing and linking included), or the model's own time while none is known."""
+        rate = self.rate
+        return max(self.seconds_per_item, 1.0 / rate if rate else 0.0)
 
     async def readiness(self, timeout: float) -> Readiness:
         """Wait, `timeout` seconds at most in all, for the model (when it is loading) and for
-        this process's writes to have their vectors — only when the known backlog can be
-        embedded within the time left; otherwise return at once. Never raises."""
+        this process's writes to have their vectors — for those only `PENDING_WAIT_S` at most,
+        and only when the known backlog (batches under way included) can be embedded in that
+        time; otherwise return at once. Never raises."""
         deadline = anyio.current_time() + timeout
         embedding = self.embedding
         if not (embedding.started or self._begun):
@@ -268,9 +278,10 @@ class VectorBackfill:
             if not self._running:
                 return Readiness("ready", self._caught_up >= self._written, self._estimate())
         target = self._written
+        deadline = min(deadline, anyio.current_time() + PENDING_WAIT_S)
         while self._caught_up < target:  # judged again as the backfill learns (a scan, a batch)
             left = deadline - anyio.current_time()
-            if left <= 0 or self._more or self._estimate() * self.seconds_per_item > left:
+            if left <= 0 or self._more or self._estimate() * self._item_seconds() > left:
                 break  # a backlog it cannot clear in time (an import just scanned): answer now
             with anyio.move_on_after(left):
                 if self._settled is None:
@@ -315,7 +326,10 @@ class VectorBackfill:
 
         async def finish(rows: list[int], blobs: list[tuple[int, bytes]]) -> None:
             with anyio.CancelScope(shield=True):  # a failing next batch waits for this one
-                stored.append(await self._finish(rows, blobs))
+                try:
+                    stored.append(await self._finish(rows, blobs))
+                finally:
+                    self._in_hand -= len(rows)
             if stored[-1]:
                 now = time.perf_counter()
                 self._batches.append((now - since[0], stored[-1]))
@@ -340,6 +354,7 @@ class VectorBackfill:
                     current = await self._embed_next(batch)
             except BaseException:
                 if current is not finishing and current is not None:  # embedded, never stored
+                    self._in_hand -= len(current[0])
                     self._read_again(current[0])
                 raise
         return sum(stored)
@@ -350,12 +365,15 @@ class VectorBackfill:
         rows: list[tuple[int, str]] = []
         while self._queue and not rows:  # the next batch this process may embed
             offered = [self._queue.popleft() for _ in range(min(batch, len(self._queue)))]
+            self._in_hand += len(offered)  # from the queue to the hand at once: a read's estimate holds
             try:
                 mine, held = await anyio.to_thread.run_sync(self._claim, [item for item, _ in offered])
             except BaseException:
+                self._in_hand -= len(offered)
                 self._queue.extendleft(reversed(offered))  # not lost: offered again next round
                 raise
             rows = [row for row in offered if row[0] in set(mine)]
+            self._in_hand -= len(offered) - len(rows)  # another process embeds the rest
             self.elsewhere.update(held)
         if not rows:
             return None
@@ -363,6 +381,7 @@ class VectorBackfill:
         try:
             blobs = await self._embed(rows)
         except BaseException:
+            self._in_hand -= len(rows)
             self._queue.extendleft(reversed(rows))  # not lost: retried by the next round
             raise
         per_item = (time.perf_counter() - started) / len(rows)
