@@ -21,7 +21,7 @@ from memhub.services.assoc import ranking
 from memhub.services.assoc.memories import SEMANTIC_MIN
 from tests.conftest import make_settings
 from tests.helpers import ok
-from tests.pair import Pair, settled
+from tests.pair import Pair, backfill_running, settled
 from tests.store.backends import Backend
 
 pytestmark = pytest.mark.anyio
@@ -107,6 +107,7 @@ async def real(tmp_path: Path, backend: Backend) -> AsyncIterator[Any]:
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(container.run_background)
+            await backfill_running(container)  # the models loaded: settle() then waits for the links
             async with Client(container.server) as client:
 
                 async def call(tool: str, **arguments: Any) -> dict[str, Any]:
@@ -131,7 +132,7 @@ async def test_default_embedder_links_restatements_not_unrelated_memories(real: 
     assert container.runtime.backfill is not None
     with anyio.fail_after(120):
         while not await container.runtime.backfill.settle(20):
-            pass
+            pass  # every memory linked: get_related reads them without waiting (it waits 0.5 s at most)
     pairs = await _semantic_pairs(call, [*ids, ja])
     assert (ids[0], ja) in pairs  # the same fact across languages
     assert len(pairs) <= 2, pairs  # was 20 of 45 pairs before calibration (bench/associations.py)
