@@ -53,11 +53,11 @@ def assoc_container(tmp_path: Path, backend: Backend) -> Iterator[Container]:
     built.close()
 
 
-async def backfill_running(container: Container) -> None:
+async def backfill_running(container: Container, timeout: float = 20) -> None:
     """Wait until the container's vector backfill follows writes (the model is loaded)."""
     backfill = container.runtime.backfill
     assert backfill is not None
-    with anyio.fail_after(20):
+    with anyio.fail_after(timeout):
         while not backfill.running:
             await anyio.sleep(0.01)
 

@@ -12,7 +12,7 @@ import anyio
 import numpy as np
 import pytest
 
-from memhub.core.errors import MemhubError
+from memhub.core.errors import ErrorKind, MemhubError
 from memhub.search import EmbeddingService, HashingEmbedder, VectorBackfill
 from memhub.search.embedders import EmbedderUnavailable
 from memhub.search.embedders.base import Matrix
@@ -201,3 +201,35 @@ async def test_a_refused_batch_in_a_pipelined_run_is_never_settled(
         assert await backfill.settle(20)
         assert _stored(store, service.id) == set(ids)
         group.cancel_scope.cancel()
+
+
+class _FailingVersions(VectorBackfill):
+    """Its store's commit counter fails from the `fail_from`-th read on (a dropped connection)."""
+
+    fail_from = 2
+    reads = 0
+
+    def _data_version(self) -> int | None:
+        self.reads += 1
+        if self.reads >= self.fail_from:
+            raise MemhubError(ErrorKind.UNAVAILABLE, "the store went away")
+        return super()._data_version()
+
+
+@pytest.mark.anyio
+async def test_a_batch_whose_commit_check_fails_is_read_again_and_out_of_the_hand(
+    store: Store, add_item: AddItem
+) -> None:
+    """Between two batches the run asks whether another process committed; when that read
+    fails, the batch embedded meanwhile is neither stored nor counted as under way: a read's
+    estimate stays true, and the next scan reads the batch again."""
+    ids = [add_item(f"memo number {i}") for i in range(6)]
+    backfill = _FailingVersions(store, EmbeddingService(HashingEmbedder()))
+    with anyio.fail_after(20), pytest.raises(MemhubError, match="went away"):
+        await backfill.run_once(batch=2, batches=3)
+    assert backfill.under_way == 0
+    backfill.fail_from = 10**9
+    while await backfill.run_once(batch=2, batches=3):
+        pass
+    assert _stored(store, backfill.embedding.id) == set(ids)
+    assert backfill.under_way == 0

@@ -204,7 +204,7 @@ async def test_a_search_counts_the_batches_under_way(tmp_path: Path, backend: Ba
         await settled(container)
         await _import(client, 64, "rollouts")  # one batch: ~0.6 s on two workers
         with anyio.fail_after(10):
-            while backfill.backlog or not backfill.pending:  # scanned and taken
+            while not backfill.under_way:  # scanned and taken
                 await anyio.sleep(0.005)
         await ok(client, "memory", action="store", content="a rollout checklist", domain="user")
         started = time.monotonic()

@@ -208,6 +208,11 @@ class VectorBackfill:
         return self._caught_up < self._written
 
     @property
+    def under_way(self) -> int:
+        """Items taken from the queue and not yet stored: being claimed, embedded or stored."""
+        return self._in_hand
+
+    @property
     def backlog(self) -> int:
         """Items fetched and waiting to be embedded (a lower bound of the real backlog)."""
         return len(self._queue)
@@ -343,7 +348,12 @@ class VectorBackfill:
             # searches under way: a core is theirs; this process wrote: its next scan reads that first
             stop = taken == batches or not self._queue or self._written != written or self.embedding.searching
             if not stop:  # another process committed: the prefetched texts may be edited, rescan
-                stop = await anyio.to_thread.run_sync(self._data_version) != version
+                try:
+                    stop = await anyio.to_thread.run_sync(self._data_version) != version
+                except BaseException:  # embedded, never stored: read again, out of the hand
+                    self._in_hand -= len(current[0])
+                    self._read_again(current[0])
+                    raise
             if stop:
                 await finish(*current)
                 break

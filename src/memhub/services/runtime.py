@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 S = TypeVar("S")
-SETTLE_SECONDS = 1.5  # a read that depends on vectors waits at most this long (model load, pending vectors)
+SETTLE_SECONDS = 1.5  # a read needing vectors waits at most this long (the pending ones: 0.5 s of it)
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
@@ -120,8 +120,9 @@ class Call:
         self, pending: str, *, search: bool = True, timeout: float = SETTLE_SECONDS
     ) -> str | None:
         """Read your writes before a read that needs vectors: wait (at most `timeout` in all)
-        for a model still loading and for the vectors (and semantic links) of items this
-        process wrote, when they can be made in that time (search/backfill.py, `readiness`).
+        for a model still loading and (`PENDING_WAIT_S` at most) for the vectors and semantic
+        links of items this process wrote, when they can be made in that time
+        (search/backfill.py, `readiness`).
         None when the read sees everything; else the note the result carries, saying what it
         may miss: `pending` (this process's writes are not embedded yet), keyword search alone
         (`search`) or no associations by meaning (the model is loading or failed), or a backlog."""

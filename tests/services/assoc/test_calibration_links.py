@@ -107,7 +107,7 @@ async def real(tmp_path: Path, backend: Backend) -> AsyncIterator[Any]:
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(container.run_background)
-            await backfill_running(container)  # the models loaded: settle() then waits for the links
+            await backfill_running(container, 120)  # the models loaded: settle() then waits for the links
             async with Client(container.server) as client:
 
                 async def call(tool: str, **arguments: Any) -> dict[str, Any]:
