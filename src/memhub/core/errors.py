@@ -10,7 +10,8 @@ its details.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
@@ -90,6 +91,16 @@ def lookup(error: BaseException, table: Mapping[type[E], T]) -> T | None:
             if key is cls:
                 return value
     return None
+
+
+@contextmanager
+def converted(error: type[E], convert: Callable[[E], MemhubError]) -> Iterator[None]:
+    """Failures of class `error` in the block raise as `convert(failure)` (a backend's errors
+    as memhub's storage errors, store/*/errors.py)."""
+    try:
+        yield
+    except error as exc:
+        raise convert(exc) from exc
 
 
 def invalid(message: str, **details: Any) -> MemhubError:

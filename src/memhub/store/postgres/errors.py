@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import psycopg
 
-from memhub.core.errors import ErrorKind, MemhubError
+from memhub.core.errors import ErrorKind, MemhubError, converted
 
 log = logging.getLogger(__name__)
 
 
-@contextmanager
-def storage_errors() -> Iterator[None]:
-    try:
-        yield
-    except psycopg.Error as exc:
-        raise storage_error(exc) from exc
+def storage_errors() -> AbstractContextManager[None]:
+    """psycopg failures in the block raise as `storage_error`."""
+    return converted(psycopg.Error, storage_error)
 
 
 def storage_error(exc: psycopg.Error) -> MemhubError:

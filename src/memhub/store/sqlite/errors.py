@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
-from memhub.core.errors import ErrorKind, MemhubError
+from memhub.core.errors import ErrorKind, MemhubError, converted
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +23,6 @@ def storage_error(exc: sqlite3.Error) -> MemhubError:
     return MemhubError(ErrorKind.STORAGE, message)
 
 
-@contextmanager
-def storage_errors() -> Iterator[None]:
+def storage_errors() -> AbstractContextManager[None]:
     """sqlite3 failures in the block raise as `storage_error`."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise storage_error(exc) from exc
+    return converted(sqlite3.Error, storage_error)
