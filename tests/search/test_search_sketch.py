@@ -55,6 +55,21 @@ def test_projection_of_full_rank_reproduces_centred_dot_products() -> None:
         Projection.fit(rows[:1], dims=2)
 
 
+def test_projection_finds_the_principal_directions_of_a_sample_larger_than_a_block() -> None:
+    """The components are the centred sample's leading right singular vectors, best first
+    (up to sign), from a Gram matrix summed over several blocks of rows."""
+    rng = np.random.default_rng(11)
+    n, dim = 2 * sketch.FIT_BLOCK + 77, 24
+    spread = np.linspace(3.0, 0.1, dim)  # distinct variances: each direction well defined
+    basis = np.linalg.qr(rng.normal(size=(dim, dim)))[0]
+    rows = ((rng.normal(size=(n, dim)) * spread) @ basis.T + 5.0).astype(np.float32)
+    projection = Projection.fit(rows, dims=8)
+    _, _, vt = np.linalg.svd(rows - rows.mean(axis=0), full_matrices=False)
+    agreement = np.abs(np.sum(projection.components * vt[:8].T, axis=0))
+    assert agreement == pytest.approx(np.ones(8), abs=1e-4)
+    assert Projection.fit(rows[:5], dims=8).dims == 5  # no more directions than rows
+
+
 def test_sketch_codes_score_like_the_float32_sketches_across_blocks() -> None:
     rng = np.random.default_rng(5)
     rows = rng.normal(size=(sketch.SCAN_BLOCK + 300, 8)).astype(np.float32)  # two blocks

@@ -32,6 +32,7 @@ Matrix = npt.NDArray[np.float32]
 Codes = npt.NDArray[np.int16]
 
 FIT_SAMPLE = 8192  # rows the components are computed from
+FIT_BLOCK = 1024  # of them centred and widened to float64 at a time (7 MB at 896 dims)
 SCAN_BLOCK = 4096  # sketch rows widened to float32 at a time by `scores` (2 MB at 128 dims, more
 # than a core's L2 here but not the L3: 2,048 rows took ~20 % longer at 100k, docs/benchmarks.md)
 SELECT_SAMPLE = 4096  # scores `best_rows` estimates its threshold from
@@ -59,10 +60,19 @@ class Projection:
         sample = rows if len(rows) <= FIT_SAMPLE else rows[rng.choice(len(rows), FIT_SAMPLE, replace=False)]
         sample = np.asarray(sample, dtype=np.float32)
         mean = sample.mean(axis=0)
-        # the right singular vectors of the centred sample are the principal directions
-        _, _, vt = np.linalg.svd(sample - mean, full_matrices=False)
-        keep = max(1, min(dims, vt.shape[0]))
-        return cls(mean, vt[:keep].T)
+        # the principal directions are the right singular vectors of the centred sample, and so
+        # the eigenvectors of its Gram matrix (dim x dim, summed in float64 a block at a time):
+        # an SVD of the sample itself took ~270 MiB of workspace at 8,192 x 896 (the peak of a
+        # 100k server's first load) and 1.7 s, the Gram matrix +7 MiB and 0.26 s, the same
+        # directions to a cosine of 1 - 4e-9 (docs/benchmarks.md)
+        dim = sample.shape[1]
+        gram = np.zeros((dim, dim), dtype=np.float64)
+        for start in range(0, len(sample), FIT_BLOCK):
+            block = (sample[start : start + FIT_BLOCK] - mean).astype(np.float64)
+            gram += block.T @ block
+        _, vectors = np.linalg.eigh(gram)  # eigenvalues ascending: the last columns lead
+        keep = max(1, min(dims, dim, len(sample)))
+        return cls(mean, vectors[:, ::-1][:, :keep])
 
     def rows(self, matrix: Matrix) -> Matrix:
         """Sketches of `matrix`'s rows: (matrix - mean) @ components, without a centred copy."""
