@@ -314,7 +314,8 @@ def test_search_many_answers_as_search_does_with_one_read_of_the_store(
     for item in items:
         vec = rng.normal(size=DIM).astype(np.float32)
         put(store, item, vec / np.linalg.norm(vec))
-    index = VectorIndex(store, EMB, DIM, approx_min=approx_min, sketch_dims=4, rerank_min=30)
+    sizes = {"approx_min": approx_min, "batch_approx_min": approx_min}
+    index = VectorIndex(store, EMB, DIM, **sizes, sketch_dims=4, rerank_min=30)
     index.refresh()
     delete_item(items[3])  # its vector is gone from the store, not yet from the index
     queries = [rng.normal(size=DIM).astype(np.float32) for _ in range(6)]
@@ -330,13 +331,39 @@ def test_search_many_answers_as_search_does_with_one_read_of_the_store(
     one_by_one = [index.search(query, 7, allowed) for query, allowed in asks]
 
     feed = _CountingFeed(store)  # the real store, its reads of vectors counted
-    counted = VectorIndex(feed, EMB, DIM, approx_min=approx_min, sketch_dims=4, rerank_min=30)
+    counted = VectorIndex(feed, EMB, DIM, **sizes, sketch_dims=4, rerank_min=30)
     counted.refresh()
     together = counted.search_many(asks, 7)
     assert together == one_by_one
     assert [len(hits) for hits in together] == [7, 7, 7, 7, 0, 7]
     assert feed.reads == 1  # the candidates of every search rescored from one read
     assert index.search_many([], 7) == []
+
+
+def test_one_query_takes_the_sketch_pass_from_approx_min_a_batch_from_batch_approx_min(
+    store: Store, add_item: AddItem
+) -> None:
+    """A sketch of one direction out of eight misses some of the best rows: a search alone on
+    such an index shows where the sketch pass ran, a batch below `batch_approx_min` scans."""
+    rng = np.random.default_rng(5)
+    for i in range(120):
+        vec = rng.normal(size=DIM).astype(np.float32)
+        put(store, add_item(f"m{i}"), vec / np.linalg.norm(vec))
+    queries = [rng.normal(size=DIM).astype(np.float32) for _ in range(20)]
+    every_row = VectorIndex(store, EMB, DIM, approx_min=10**9)
+    every_row.refresh()
+    truth = [every_row.search(query, 7) for query in queries]
+    lossy = {"approx_min": 40, "sketch_dims": 1, "rerank_min": 8, "rerank_share": 0.01}
+
+    batch_scans = VectorIndex(store, EMB, DIM, **lossy, batch_approx_min=10**9)
+    batch_scans.refresh()
+    alone = [batch_scans.search(query, 7) for query in queries]
+    assert alone != truth  # one query past approx_min: the sketch pass
+    assert batch_scans.search_many([(query, None) for query in queries], 7) == truth
+
+    batch_sketched = VectorIndex(store, EMB, DIM, **lossy, batch_approx_min=40)
+    batch_sketched.refresh()
+    assert batch_sketched.search_many([(query, None) for query in queries], 7) == alone
 
 
 class _CountingFeed:

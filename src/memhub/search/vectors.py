@@ -45,7 +45,10 @@ from memhub.store.base import VectorChange
 
 log = logging.getLogger(__name__)
 
-APPROX_MIN = 30_000  # rows before searches take the sketch pass
+APPROX_MIN = 8_000  # rows before a search takes the sketch pass (past ~3,500 it is the faster one at
+# the engine's k; 8,000: ~1 ms less a search at 10k, the same results, docs/benchmarks.md)
+BATCH_APPROX_MIN = 30_000  # rows before a batch of queries does: below, one scan for a group of
+# them costs less a query (0.2-0.5 ms at 8-10k against 0.6-0.8 for a sketch pass each)
 SKETCH_DIMS = 128
 RERANK_SHARE = 0.02  # rows scored from the codes after the sketch pass, as a share of the index...
 RERANK_MIN = 1_000  # ...but never fewer than this many
@@ -95,6 +98,7 @@ class VectorIndex:
         *,
         initial_capacity: int = 1024,
         approx_min: int = APPROX_MIN,
+        batch_approx_min: int = BATCH_APPROX_MIN,
         sketch_dims: int = SKETCH_DIMS,
         rerank_share: float = RERANK_SHARE,
         rerank_min: int = RERANK_MIN,
@@ -107,6 +111,7 @@ class VectorIndex:
         if rescore_extra < 0:
             raise ValueError("rescore_extra >= 0")
         self.approx_min = approx_min
+        self.batch_approx_min = batch_approx_min
         self.sketch_dims = min(sketch_dims, dim)
         self.rerank_share = rerank_share
         self.rerank_min = rerank_min
@@ -362,8 +367,10 @@ class VectorIndex:
         """`_prepare` of each query; on an index small enough to score every row, every row's
         codes are widened once for a group of them (one matrix product instead of one per
         query; groups of SCAN_CELLS // rows queries, so the lock is never held long). A query
-        of a group gets the hits it would get alone; past the exact rescoring (k > 40) its
-        scores from the codes may differ in the last bits (another order of the sums)."""
+        of a group gets the hits a scan of every row gives it alone; past the exact rescoring
+        (k > 40) its scores from the codes may differ in the last bits (another order of the
+        sums). A sketched index takes the sketch pass for one query from `approx_min` rows,
+        for several from `batch_approx_min` (below it a group's scan is the cheaper)."""
         queries = [np.asarray(query_vec, dtype=np.float32).reshape(-1) for query_vec in query_vecs]
         for query in queries:
             if query.shape[0] != self.dim:
@@ -371,6 +378,7 @@ class VectorIndex:
         if k <= 0 or not queries:
             return [(query, _nothing) for query in queries]
         prepared: list[tuple[Floats, Candidates]] = []
+        sketch_min = self.approx_min if len(queries) == 1 else max(self.approx_min, self.batch_approx_min)
         while len(prepared) < len(queries):
             with self._lock:  # held for one query, or one group of them, at a time: searches go on
                 count = self._count
@@ -380,7 +388,7 @@ class VectorIndex:
                     continue
                 keep = max(self.rerank_min, int(count * self.rerank_share), 8 * k)
                 projection = self._projection
-                if projection is not None and count >= self.approx_min and keep < count:
+                if projection is not None and count >= sketch_min and keep < count:
                     query = rest[0]
                     sketched = self._sketched(projection, query, count, keep)
                     prepared.append((query, self._candidates(query, k, sketched, None)))
