@@ -53,7 +53,8 @@ class Projection:
 
     @classmethod
     def fit(cls, rows: Matrix, dims: int, *, seed: int = 0) -> Projection:
-        """Principal directions of (a sample of) `rows`; `dims` is capped by the rows' rank."""
+        """Principal directions of (a sample of) `rows`; `dims` is capped by the rows' dimension
+        and the number of rows sampled."""
         if rows.ndim != 2 or len(rows) < 2:
             raise ValueError("fitting a projection needs at least two rows")
         rng = np.random.default_rng(seed)

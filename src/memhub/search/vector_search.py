@@ -77,7 +77,9 @@ class VectorSearch(Protocol):
         self, asks: Sequence[tuple[npt.ArrayLike, Allowed | None]], k: int
     ) -> list[list[tuple[int, float]]]:
         """`search` for each (query, allowed), in order: what a batch of searches can share
-        (reads of the store) is done once."""
+        (reads of the store) is done once. An approximate implementation may find a batch's
+        candidates another way than one query's (the numpy index scans every row for a batch
+        of a mid-sized index, where a search alone takes its sketch pass)."""
         ...
 
     def prepare(self, query_vec: npt.ArrayLike, k: int) -> Finish:

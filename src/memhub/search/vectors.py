@@ -15,9 +15,12 @@ reads a quarter of the bytes and is faster than a float32 scan was.
 
 Up to `approx_min` rows every row is scored. Past it, the index also keeps a short sketch of
 each row (`search/sketch.py`: PCA, `sketch_dims` coordinates kept as int16 codes with a
-scale per row), ranks every row by its sketch, and scores the best `rerank_share` of them
-(at least `rerank_min`) from the codes before the exact rescoring. The projection is refitted
-whenever the index has doubled since the last fit.
+scale per row), and a search ranks every row by its sketch, and scores the best
+`rerank_share` of them (at least `rerank_min`) from the codes before the exact rescoring. A
+batch of queries (`search_many`) scores every row for a group of them at once up to
+`batch_approx_min` rows, so between the two sizes a batch's hits are those of a scan of every
+row, which a search alone matches but for a rare row its sketch pass did not keep. The
+projection is refitted whenever the index has doubled since the last fit.
 
 Layout: `codes[:count]`, `scales[:count]`, `sketch[:count]`, `sketch_scales[:count]` and
 `ids[:count]` hold the live rows; `pos` maps item id -> row. A delete moves the last row into
@@ -47,8 +50,9 @@ log = logging.getLogger(__name__)
 
 APPROX_MIN = 8_000  # rows before a search takes the sketch pass (past ~3,500 it is the faster one at
 # the engine's k; 8,000: ~1 ms less a search at 10k, the same results, docs/benchmarks.md)
-BATCH_APPROX_MIN = 30_000  # rows before a batch of queries does: below, one scan for a group of
-# them costs less a query (0.2-0.5 ms at 8-10k against 0.6-0.8 for a sketch pass each)
+BATCH_APPROX_MIN = 30_000  # rows before a batch of queries does: below, batches keep the scan of
+# every row they had (for full groups at 8-10k rows and k 200: 0.2-0.5 ms a query against 0.6-0.8
+# for a sketch pass each; smaller groups and 10-30k rows not measured)
 SKETCH_DIMS = 128
 RERANK_SHARE = 0.02  # rows scored from the codes after the sketch pass, as a share of the index...
 RERANK_MIN = 1_000  # ...but never fewer than this many
@@ -329,7 +333,9 @@ class VectorIndex:
         self, asks: Sequence[tuple[npt.ArrayLike, Allowed | None]], k: int
     ) -> list[list[tuple[int, float]]]:
         """`search` for each (query, allowed), the exact rescoring of them all from one read of
-        the store (a batch of new memories linked by the backfill shares most neighbours)."""
+        the store (a batch of new memories linked by the backfill shares most neighbours).
+        From `approx_min` to `batch_approx_min` rows, two or more queries scan every row, where
+        `search` takes the sketch pass: their hits are those of the scan (module docstring)."""
         prepared = self._prepare_many([query_vec for query_vec, _ in asks], k)
         pending = [
             (query, candidates(allowed))
