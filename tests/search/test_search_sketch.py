@@ -138,6 +138,24 @@ def test_sketched_search_equals_the_exact_scan(store: Store, add_item: AddItem) 
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)  # exact cosines
 
 
+def test_a_vector_with_a_non_finite_value_ranks_as_a_zero_vector_and_stops_nothing(
+    store: Store, add_item: AddItem
+) -> None:
+    """A stored vector holding NaN or infinity (a damaged file, a faulty model) must not stop
+    the index's refresh (the sketch's fit) nor give NaN scores: it is a zero vector."""
+    rng = np.random.default_rng(4)
+    filled(store, add_item, rng, 100)
+    broken = [add_item("nan"), add_item("inf")]
+    put(store, broken[0], np.full(DIM, np.nan, dtype=np.float32))
+    put(store, broken[1], np.where(np.arange(DIM) == 0, np.inf, 0.0).astype(np.float32))
+    for index in (sketched(store), exact(store)):
+        index.refresh()
+        for query in low_rank(rng, 5):
+            hits = index.search(query, 200)
+            assert len(hits) == 102 and all(np.isfinite(score) for _, score in hits)
+            assert {item: score for item, score in hits if item in broken} == {item: 0.0 for item in broken}
+
+
 def test_a_filter_rejecting_the_sketch_candidates_falls_back_to_every_row(
     store: Store, add_item: AddItem
 ) -> None:

@@ -213,6 +213,12 @@ class VectorIndex:
         if not puts:
             return
         rows = np.frombuffer(b"".join(vec for _, vec in puts), dtype="<f4").reshape(len(puts), self.dim)
+        for broken in np.flatnonzero(~np.isfinite(rows).all(axis=1)).tolist():
+            log.warning(
+                "vector of item %d under %s holds NaN or infinity; it counts as a zero vector",
+                puts[broken][0],
+                self.embedder_id,
+            )
         rows = _unit(rows)
         codes, scales = quantise(rows)
         self._reserve(self._count + len(puts))
@@ -530,8 +536,10 @@ def _nothing(_allowed: Allowed | None) -> list[tuple[int, float]]:
 
 def _unit(rows: Floats) -> Floats:
     """`rows` scaled to unit length, as a native-order float32 copy (zero rows stay zero:
-    this tolerates writers that did not normalise)."""
+    this tolerates writers that did not normalise). A row holding NaN or infinity (a damaged
+    file, a faulty model) becomes a zero row: it scores 0 and cannot stop the sketch's fit."""
     out = rows.astype(np.float32)
+    out[~np.isfinite(out).all(axis=1)] = 0.0
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out
