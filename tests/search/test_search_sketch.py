@@ -170,13 +170,17 @@ def test_a_filter_rejecting_the_sketch_candidates_falls_back_to_every_row(
     fast, slow = sketched(store), exact(store)
     fast.refresh(), slow.refresh()
     rare = set(items[::97])  # 5 admitted rows: the sketch keeps 20 candidates, rarely these
+    offered: list[int] = []
 
     def admit(ids: list[int]) -> set[int]:
+        offered.extend(ids)
         return rare & set(ids)
 
     query = low_rank(rng, 1)[0]
     assert fast.search(query, 5, admit) == slow.search(query, 5, admit)
+    offered.clear()
     assert {i for i, _ in fast.search(query, 5, admit)} == rare
+    assert len(offered) == len(set(offered))  # the scan of every row asked only about new rows
 
 
 def test_sketches_follow_updates_deletes_and_refits(

@@ -434,6 +434,10 @@ class VectorIndex:
     ) -> Candidates:
         def candidates(allowed: Allowed | None) -> list[tuple[int, float]]:
             if sketched is not None:
+                # should the kept rows hold fewer than k visible ones (a viewer who may read a
+                # small share of the index), the scan of every row below asks only about the
+                # rows the sketch pass did not keep
+                allowed = _remembered(allowed) if allowed is not None else None
                 hits = self._best(*sketched, k, allowed, complete=False)
                 if hits is not None:
                     return hits
@@ -464,7 +468,8 @@ class VectorIndex:
         complete: bool,
     ) -> list[tuple[int, float]] | None:
         """Up to `k + rescore_extra` of the best candidates that `allowed` admits, best first;
-        None when fewer than k pass and the candidates are not `complete` (every row)."""
+        None when fewer than k pass and the candidates are not `complete` (every row), or
+        when the share of them passing so far says fewer than k would."""
         hits: list[tuple[int, float]] = []
         want = k + self.rescore_extra
         offered = 0
@@ -480,6 +485,8 @@ class VectorIndex:
             offered = pool
             if len(hits) >= want or pool >= count:
                 return hits[:want] if complete or len(hits) >= k else None
+            if not complete and len(hits) * count < k * offered:
+                return None  # at this share passing, the rest cannot make k: every row at once
             pool = min(count, pool * 4)
 
     def _exact_count(self, k: int) -> int:
@@ -532,6 +539,21 @@ class VectorIndex:
 
 def _nothing(_allowed: Allowed | None) -> list[tuple[int, float]]:
     return []
+
+
+def _remembered(allowed: Allowed) -> Allowed:
+    """`allowed`, asked about each id once: the verdicts are kept for the next call."""
+    passed: set[int] = set()
+    asked: set[int] = set()
+
+    def remembered(ids: list[int]) -> set[int]:
+        new = [item_id for item_id in ids if item_id not in asked]
+        if new:
+            passed.update(allowed(new))
+            asked.update(new)
+        return passed.intersection(ids)
+
+    return remembered
 
 
 def _unit(rows: Floats) -> Floats:
