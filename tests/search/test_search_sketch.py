@@ -15,6 +15,7 @@ from memhub.core.errors import MemhubError
 from memhub.search import sketch
 from memhub.search.sketch import Projection
 from memhub.search.vectors import VectorIndex
+from memhub.services.assoc import search as assoc_search
 from memhub.store.base import Store
 
 DIM, RANK = 16, 5
@@ -204,3 +205,26 @@ def test_sketches_follow_updates_deletes_and_refits(
         for query in low_rank(rng, 5):
             assert [i for i, _ in fast.search(query, 8)] == [i for i, _ in slow.search(query, 8)]
     assert fast._fitted_at > 100  # refitted as the index doubled
+
+
+def test_diversity_reads_a_non_finite_stored_vector_as_redundant_with_nothing(
+    store: Store, add_item: AddItem, backend: Backend
+) -> None:
+    """`memory(search)`'s diversity step reads the stored vectors of its best results: one
+    holding NaN (SQLite stores what it is given) must not turn the scores into NaN or zeros."""
+    if backend.name != "sqlite":
+        pytest.skip("pgvector refuses such a vector (the test above)")
+    embedder, dim = "e5+use-test/8", 8
+    rng = np.random.default_rng(6)
+    items = [add_item(f"m{i}") for i in range(6)]
+    vectors = [rng.normal(size=dim).astype(np.float32) for _ in items]
+    vectors[1] = np.full(dim, np.nan, dtype=np.float32)
+    with store.transaction(write=True) as tx:
+        for item, vec in zip(items, vectors, strict=True):
+            tx.put_vector(item, embedder, (vec / np.linalg.norm(vec)).astype("<f4").tobytes(), dim)
+    scored = [(1.0 - 0.1 * n, 0.9, item) for n, item in enumerate(items)]
+    weights = dict.fromkeys(items, 1.0)
+    with store.transaction(write=False) as tx:
+        top = assoc_search._diverse(tx, scored, weights, embedder, dim, 5, None)
+    assert all(np.isfinite(value) and value > 0 for value, _, _ in top)
+    assert top[:2] == scored[:2]  # the damaged one keeps its place: redundant with nothing

@@ -427,8 +427,10 @@ class VectorBackfill:
             self._more = True
 
     async def _embed(self, rows: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
-        """(item id, vector bytes) for `rows`; a text the model fails on is skipped (and logged),
-        so one bad item cannot stall the rest. It is retried by the next scan."""
+        """(item id, vector bytes) for `rows`; a text the model fails on, or gives a vector
+        holding NaN or infinity for, is skipped (and logged), so one bad item cannot stall the
+        rest (PostgreSQL refuses such a vector, and with it the whole batch). It is retried by
+        the next scan."""
         try:
             matrix = await self.embedding.embed_passages([text for _, text in rows])
         except _MODEL_ERRORS as exc:
@@ -440,9 +442,20 @@ class VectorBackfill:
             for row in rows:
                 blobs.extend(await self._embed([row]))
             return blobs
+        vectors = np.asarray(matrix, dtype="<f4")
+        finite = np.isfinite(vectors).all(axis=1)
+        for (item_id, _), ok in zip(rows, finite.tolist(), strict=True):
+            if not ok:
+                self.failed += 1
+                log.warning(
+                    "item %d: %s gave a vector holding NaN or infinity; not stored",
+                    item_id,
+                    self.embedding.id,
+                )
         return [
-            (item_id, np.asarray(vec, dtype="<f4").tobytes())
-            for (item_id, _), vec in zip(rows, matrix, strict=True)
+            (item_id, vec.tobytes())
+            for (item_id, _), vec, ok in zip(rows, vectors, finite.tolist(), strict=True)
+            if ok
         ]
 
     def _missing(self, limit: int) -> list[tuple[int, str]]:

@@ -264,6 +264,8 @@ class SearchEngine:
             if blob is None:
                 continue
             vec = np.frombuffer(blob, dtype="<f4")
+            if not np.isfinite(vec).all():  # a damaged vector: the index counts it as zero
+                continue
             if first is None or second is None or not isinstance(weight, float):
                 explain.models[hit.item_id] = {embedding.id: float(vec @ query_vec)}
                 continue

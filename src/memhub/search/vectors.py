@@ -213,11 +213,13 @@ class VectorIndex:
         if not puts:
             return
         rows = np.frombuffer(b"".join(vec for _, vec in puts), dtype="<f4").reshape(len(puts), self.dim)
-        for broken in np.flatnonzero(~np.isfinite(rows).all(axis=1)).tolist():
+        broken = np.flatnonzero(~np.isfinite(rows).all(axis=1)).tolist()
+        if broken:
             log.warning(
-                "vector of item %d under %s holds NaN or infinity; it counts as a zero vector",
-                puts[broken][0],
+                "%d vector(s) under %s hold NaN or infinity and count as zero vectors (items %s)",
+                len(broken),
                 self.embedder_id,
+                ", ".join(str(puts[i][0]) for i in broken[:5]) + (", …" if len(broken) > 5 else ""),
             )
         rows = _unit(rows)
         codes, scales = quantise(rows)
@@ -549,7 +551,7 @@ def _remembered(allowed: Allowed) -> Allowed:
     def remembered(ids: list[int]) -> set[int]:
         new = [item_id for item_id in ids if item_id not in asked]
         if new:
-            passed.update(allowed(new))
+            passed.update(allowed(new).intersection(new))
             asked.update(new)
         return passed.intersection(ids)
 

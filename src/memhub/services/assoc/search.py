@@ -236,9 +236,10 @@ def _diverse(
     if embedder is None or base is None or limit <= 1:
         return scored[:limit]
     ids = [i for _, _, i in pool]
-    size = 4 * dim  # a blob of another length is damaged: redundant with nothing
+    size = 4 * dim  # a blob of another length, or holding NaN or infinity, is damaged: redundant with nothing
     blobs = tx.get_vectors(ids, embedder)
-    vectors = {i: np.frombuffer(blob, dtype="<f4") for i, blob in blobs.items() if len(blob) == size}
+    read = {i: np.frombuffer(blob, dtype="<f4") for i, blob in blobs.items() if len(blob) == size}
+    vectors = {i: vec for i, vec in read.items() if np.isfinite(vec).all()}
     sim = {i: s for _, s, i in pool}
     chosen = diversity.diversify(
         ids, {i: v for v, _, i in pool}, weights, vectors, base.median, DIVERSITY, limit
