@@ -69,7 +69,15 @@ def page(browser: Any) -> Iterator[Any]:
 
 def shoot(page: Any, shots: Path, name: str) -> None:
     target = shots / f"{name}.png"
-    page.screenshot(path=str(target), full_page=False)
+    for attempt in range(3):
+        # Chromium now and then refuses one capture ("Unable to capture screenshot", seen once
+        # in CI on a loaded machine) and takes the same picture when asked again
+        try:
+            page.screenshot(path=str(target), full_page=False)
+            break
+        except sync_api.Error as exc:
+            if "Unable to capture screenshot" not in str(exc) or attempt == 2:
+                raise
     extra = os.environ.get("MEMHUB_DASHBOARD_SHOTS")
     if extra:
         Path(extra).mkdir(parents=True, exist_ok=True)

@@ -427,10 +427,9 @@ class VectorBackfill:
             self._more = True
 
     async def _embed(self, rows: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
-        """(item id, vector bytes) for `rows`; a text the model fails on, or gives a vector
-        holding NaN or infinity for, is skipped (and logged), so one bad item cannot stall the
-        rest (PostgreSQL refuses such a vector, and with it the whole batch). It is retried by
-        the next scan."""
+        """(item id, vector bytes) for `rows`; a text the model fails on, or gives NaN or infinity
+        for, is skipped and logged (one bad item cannot stall the rest); the next scan retries it."""
+        blobs: list[tuple[int, bytes]] = []
         try:
             matrix = await self.embedding.embed_passages([text for _, text in rows])
         except _MODEL_ERRORS as exc:
@@ -438,25 +437,16 @@ class VectorBackfill:
                 self.failed += 1
                 log.warning("item %d could not be embedded by %s: %r", rows[0][0], self.embedding.id, exc)
                 return []
-            blobs: list[tuple[int, bytes]] = []
             for row in rows:
                 blobs.extend(await self._embed([row]))
             return blobs
-        vectors = np.asarray(matrix, dtype="<f4")
-        finite = np.isfinite(vectors).all(axis=1)
-        for (item_id, _), ok in zip(rows, finite.tolist(), strict=True):
-            if not ok:
+        for (item_id, _), vec in zip(rows, np.asarray(matrix, dtype="<f4"), strict=True):
+            if np.isfinite(vec).all():
+                blobs.append((item_id, vec.tobytes()))
+            else:  # PostgreSQL would refuse it, and the whole batch with it
                 self.failed += 1
-                log.warning(
-                    "item %d: %s gave a vector holding NaN or infinity; not stored",
-                    item_id,
-                    self.embedding.id,
-                )
-        return [
-            (item_id, vec.tobytes())
-            for (item_id, _), vec, ok in zip(rows, vectors, finite.tolist(), strict=True)
-            if ok
-        ]
+                log.warning("item %d: %s gave NaN or infinity; not stored", item_id, self.embedding.id)
+        return blobs
 
     def _missing(self, limit: int) -> list[tuple[int, str]]:
         """Items past the watermark lacking a vector; a scan reads only ids it has not checked."""
