@@ -38,7 +38,7 @@ from memhub.search.embedding import EmbeddingService
 from memhub.search.explain import Explanation
 from memhub.search.fusion import FUSION_METHODS, FusedHit, FusionMethod, fuse_hits
 from memhub.search.pipeline import Candidates
-from memhub.search.vector_search import Allowed, Finish, VectorSearch, VisibleTo
+from memhub.search.vector_search import Allowed, Finish, VectorSearch, VisibleTo, remembered
 from memhub.store.base import Store, Tx, Visibility
 
 log = logging.getLogger(__name__)
@@ -411,16 +411,11 @@ def _allowed(
     visibility filter over each batch of candidates the index offers. `remember`: the
     verdicts are kept, and an id asked again is not read again (several searches of one
     viewer in one snapshot)."""
-    known: dict[int, bool] = {}
 
-    def visible(ids: list[int]) -> set[int]:
-        if not remember:
-            return tx.visible_ids(viewer, ids, kinds, project_id)
-        unread = [i for i in ids if i not in known]
-        if unread:
-            passed = tx.visible_ids(viewer, unread, kinds, project_id)
-            known.update((i, i in passed) for i in unread)
-        return {i for i in ids if known[i]}
+    def read(ids: list[int]) -> set[int]:
+        return tx.visible_ids(viewer, ids, kinds, project_id)
+
+    visible = remembered(read) if remember else read
 
     def allowed(ids: list[int]) -> set[int]:
         passed = visible(ids)

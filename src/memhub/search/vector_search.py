@@ -23,6 +23,22 @@ Allowed = Callable[[list[int]], set[int]]  # the subset of candidate ids the cal
 Finish = Callable[[Allowed | None], list[tuple[int, float]]]  # the rest of a prepared search
 
 
+def remembered(allowed: Allowed) -> Allowed:
+    """`allowed`, asked about each id once: the verdicts are kept for the next calls (a search
+    that offers candidates again, several searches of one viewer in one snapshot)."""
+    passed: set[int] = set()
+    asked: set[int] = set()
+
+    def remembering(ids: list[int]) -> set[int]:
+        new = [item_id for item_id in ids if item_id not in asked]
+        if new:
+            passed.update(allowed(new).intersection(new))
+            asked.update(new)
+        return passed.intersection(ids)
+
+    return remembering
+
+
 class VisibleTo:
     """An `Allowed` that carries its rule: the ids among the candidates that `rule` admits
     (`ItemsTx.visible_ids`). A search in the database applies `rule` inside its query

@@ -43,7 +43,7 @@ import numpy.typing as npt
 from memhub.core.memory import release_free_memory
 from memhub.search import sketch as sketches
 from memhub.search.sketch import FIT_SAMPLE, Projection
-from memhub.search.vector_search import Allowed, Finish, VisibleTo
+from memhub.search.vector_search import Allowed, Finish, VisibleTo, remembered
 from memhub.store.base import VectorChange
 
 log = logging.getLogger(__name__)
@@ -439,7 +439,7 @@ class VectorIndex:
                 # should the kept rows hold fewer than k visible ones (a viewer who may read a
                 # small share of the index), the scan of every row below asks only about the
                 # rows the sketch pass did not keep
-                allowed = _remembered(allowed) if allowed is not None else None
+                allowed = remembered(allowed) if allowed is not None else None
                 hits = self._best(*sketched, k, allowed, complete=False)
                 if hits is not None:
                     return hits
@@ -541,21 +541,6 @@ class VectorIndex:
 
 def _nothing(_allowed: Allowed | None) -> list[tuple[int, float]]:
     return []
-
-
-def _remembered(allowed: Allowed) -> Allowed:
-    """`allowed`, asked about each id once: the verdicts are kept for the next call."""
-    passed: set[int] = set()
-    asked: set[int] = set()
-
-    def remembered(ids: list[int]) -> set[int]:
-        new = [item_id for item_id in ids if item_id not in asked]
-        if new:
-            passed.update(allowed(new).intersection(new))
-            asked.update(new)
-        return passed.intersection(ids)
-
-    return remembered
 
 
 def _unit(rows: Floats) -> Floats:
