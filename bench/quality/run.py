@@ -44,7 +44,8 @@ of a SQLite file; `--db URL` names an existing, empty database instead.
 
 `--e5-graph int8|int8s|mixed|q4` picks e5's ONNX Runtime graph for the memories and
 `--e5-query-graph G` for the queries (search/embedders/e5.py `GRAPHS`; default: the embedder's
-own, q4 and int8s): `--e5-graph q4 --e5-query-graph q4` is what ran before 2026-11-28.
+own, int8s for both since 2026-11-29): `--e5-graph q4` is what ran from 2026-11-28 to then,
+`--e5-graph q4 --e5-query-graph q4` what ran before 2026-11-28.
 
 `--limit-conversations N` keeps the first N LoCoMo conversations (a smoke run); `--details`
 adds every question's production top 5 to the report. Everything runs locally. A search waits

