@@ -85,3 +85,31 @@ def test_the_collector_is_paused_for_the_imports_only() -> None:
         command = [sys.executable, "-c", check, before]
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=True)
         assert done.stdout.split() == [after, "True", "True"]
+
+
+def test_the_sdks_models_are_built_when_first_used() -> None:
+    """cli/main.py makes pydantic's `defer_build` the default while its imports run: the MCP
+    SDK's models (every protocol version's) are built at their first use, not at import; a
+    model defined afterwards is built as pydantic's own default says, and a deferred SDK model
+    validates and serializes as a built one does."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    check = (
+        "import json, pydantic\n"
+        "import memhub.cli.main, mcp_types\n"
+        "models = [m for m in vars(mcp_types).values()\n"
+        "          if isinstance(m, type) and issubclass(m, pydantic.BaseModel)]\n"
+        "deferred = [m for m in models if not m.__pydantic_complete__]\n"
+        "class Later(pydantic.BaseModel):\n"
+        "    x: int\n"
+        "request = mcp_types.ListToolsRequest.model_validate({'method': 'tools/list', 'params': {}})\n"
+        "print(json.dumps({'models': len(models), 'deferred': len(deferred),\n"
+        "    'default': dict(pydantic.BaseModel.model_config), 'later': Later.__pydantic_complete__,\n"
+        "    'built': mcp_types.ListToolsRequest.__pydantic_complete__,\n"
+        "    'dumped': request.model_dump(mode='json', exclude_none=True)}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["models"] > 100 and report["deferred"] > 0.8 * report["models"]
+    assert report["default"] == {} and report["later"] is True
+    assert report["built"] is True and report["dumped"]["method"] == "tools/list"

@@ -6,6 +6,12 @@ off while they are made (its ~250 collections then free next to nothing and cost
 CPU per start on a slow machine, ~8% of `initialize`), and they are frozen out of later
 collections once made (`gc.freeze`: no full collection walks them again). The collector's
 prior state is restored.
+
+The MCP SDK's import builds the validator and serializer of every pydantic model of every
+protocol version it speaks (`mcp_types`), though a session uses a few of them: ~0.1 s of CPU, a
+sixth of the SDK's import. While these imports run, pydantic's `defer_build` is the default of
+every model defined (memhub's own set it already): a model is built when it is first used, as
+pydantic documents for that option. pydantic's default is restored once the imports are done.
 """
 
 from __future__ import annotations
@@ -14,6 +20,11 @@ import gc
 
 _COLLECTING = gc.isenabled()
 gc.disable()
+
+import pydantic  # noqa: E402  (the collector paused first: pydantic is one of the imports below)
+
+_PYDANTIC_DEFAULT = pydantic.BaseModel.model_config
+pydantic.BaseModel.model_config = pydantic.ConfigDict(**{**_PYDANTIC_DEFAULT, "defer_build": True})
 
 try:
     import argparse
@@ -51,6 +62,7 @@ try:
 finally:  # an import that fails must not leave the collector off in the caller's process
     if _COLLECTING:
         gc.enable()
+    pydantic.BaseModel.model_config = _PYDANTIC_DEFAULT  # models defined later: pydantic's default
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 # Libraries that log message bodies below WARNING (sse_starlette: every SSE chunk; the MCP SDK:
