@@ -91,25 +91,35 @@ def test_the_sdks_models_are_built_when_first_used() -> None:
     """cli/main.py makes pydantic's `defer_build` the default while its imports run: the MCP
     SDK's models (every protocol version's) are built at their first use, not at import; a
     model defined afterwards is built as pydantic's own default says, and a deferred SDK model
-    validates and serializes as a built one does."""
+    validates, serializes and publishes the JSON schema a built one does."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     check = (
-        "import json, pydantic\n"
-        "import memhub.cli.main, mcp_types\n"
+        "import json, sys, pydantic\n"
+        "if sys.argv[1] == 'memhub': import memhub.cli.main\n"
+        "import mcp_types\n"
         "models = [m for m in vars(mcp_types).values()\n"
         "          if isinstance(m, type) and issubclass(m, pydantic.BaseModel)]\n"
         "deferred = [m for m in models if not m.__pydantic_complete__]\n"
         "class Later(pydantic.BaseModel):\n"
         "    x: int\n"
         "request = mcp_types.ListToolsRequest.model_validate({'method': 'tools/list', 'params': {}})\n"
+        "schemas = {m.__name__: m.model_json_schema() for m in (mcp_types.Tool, mcp_types.CallToolResult,\n"
+        "           mcp_types.InitializeResult)}\n"
         "print(json.dumps({'models': len(models), 'deferred': len(deferred),\n"
         "    'default': dict(pydantic.BaseModel.model_config), 'later': Later.__pydantic_complete__,\n"
         "    'built': mcp_types.ListToolsRequest.__pydantic_complete__,\n"
-        "    'dumped': request.model_dump(mode='json', exclude_none=True)}))\n"
+        "    'dumped': request.model_dump(mode='json', exclude_none=True), 'schemas': schemas}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.splitlines()[-1])
-    assert report["models"] > 100 and report["deferred"] > 0.8 * report["models"]
-    assert report["default"] == {} and report["later"] is True
-    assert report["built"] is True and report["dumped"]["method"] == "tools/list"
+    reports = {}
+    for how in ("memhub", "sdk"):
+        command = [sys.executable, "-c", check, how]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        reports[how] = json.loads(done.stdout.splitlines()[-1])
+    ours, plain = reports["memhub"], reports["sdk"]
+    assert ours["models"] == plain["models"] > 100
+    assert ours["deferred"] > 0.8 * ours["models"] and plain["deferred"] < 0.2 * plain["models"]
+    assert ours["default"] == plain["default"] == {} and ours["later"] is True
+    assert ours["built"] is True and ours["dumped"] == plain["dumped"]
+    assert ours["dumped"]["method"] == "tools/list"
+    assert ours["schemas"] == plain["schemas"]

@@ -11,7 +11,10 @@ The MCP SDK's import builds the validator and serializer of every pydantic model
 protocol version it speaks (`mcp_types`), though a session uses a few of them: ~0.1 s of CPU, a
 sixth of the SDK's import. While these imports run, pydantic's `defer_build` is the default of
 every model defined (memhub's own set it already): a model is built when it is first used, as
-pydantic documents for that option. pydantic's default is restored once the imports are done.
+pydantic documents for that option (concurrent first uses are safe with the pinned pydantic,
+whose `model_rebuild` holds a lock; older releases raced there: see pyproject.toml). The classes
+made meanwhile keep the option, and so do their later subclasses; a model defined afterwards on
+`BaseModel` itself gets pydantic's default, which is restored once the imports are done.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ import gc
 
 _COLLECTING = gc.isenabled()
 gc.disable()
-
-import pydantic  # noqa: E402  (the collector paused first: pydantic is one of the imports below)
-
-_PYDANTIC_DEFAULT = pydantic.BaseModel.model_config
-pydantic.BaseModel.model_config = pydantic.ConfigDict(**{**_PYDANTIC_DEFAULT, "defer_build": True})
+_DEFAULT_CONFIG: pydantic.ConfigDict | None = None
 
 try:
+    import pydantic
+
+    _DEFAULT_CONFIG = pydantic.BaseModel.model_config
+    pydantic.BaseModel.model_config = pydantic.ConfigDict(**{**_DEFAULT_CONFIG, "defer_build": True})
+
     import argparse
     import logging
     import os
@@ -62,7 +66,8 @@ try:
 finally:  # an import that fails must not leave the collector off in the caller's process
     if _COLLECTING:
         gc.enable()
-    pydantic.BaseModel.model_config = _PYDANTIC_DEFAULT  # models defined later: pydantic's default
+    if _DEFAULT_CONFIG is not None:  # models defined later on BaseModel: pydantic's default
+        pydantic.BaseModel.model_config = _DEFAULT_CONFIG
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 # Libraries that log message bodies below WARNING (sse_starlette: every SSE chunk; the MCP SDK:
