@@ -55,14 +55,18 @@ anyio.run(main)
 """
 
 
-def test_no_jwt_and_no_schema_is_built_before_the_first_tools_list(tmp_path: Path, backend: Backend) -> None:
+def _python(code: str, *args: str) -> str:
+    """What `python -c code args` prints, in a fresh interpreter on this test run's path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path), backend.url(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.splitlines()[-1])
+    return done.stdout
+
+
+def test_no_jwt_and_no_schema_is_built_before_the_first_tools_list(tmp_path: Path, backend: Backend) -> None:
+    report = json.loads(_python(PROBE, str(tmp_path), backend.url(tmp_path)).splitlines()[-1])
     assert report["jwt"] is False  # PyJWT is imported by a JWT verifier only
     assert report["built_before"] == []  # every tool model is built when first used
     assert report["built_after"] > 50
@@ -74,7 +78,6 @@ def test_no_jwt_and_no_schema_is_built_before_the_first_tools_list(tmp_path: Pat
 def test_the_collector_is_paused_for_the_imports_only() -> None:
     """cli/main.py holds the garbage collector off while its imports run, then restores it
     and freezes what they made (no later full collection walks the process's modules)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     check = (
         "import gc, sys\n"
         "if sys.argv[1] == 'off': gc.disable()\n"
@@ -82,9 +85,7 @@ def test_the_collector_is_paused_for_the_imports_only() -> None:
         "print(gc.isenabled(), gc.get_freeze_count() > 10_000, gc.collect() >= 0)\n"
     )
     for before, after in (("on", "True"), ("off", "False")):
-        command = [sys.executable, "-c", check, before]
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=True)
-        assert done.stdout.split() == [after, "True", "True"]
+        assert _python(check, before).split() == [after, "True", "True"]
 
 
 def test_the_sdks_models_are_built_when_first_used() -> None:
@@ -92,7 +93,6 @@ def test_the_sdks_models_are_built_when_first_used() -> None:
     SDK's models (every protocol version's) are built at their first use, not at import; a
     model defined afterwards is built as pydantic's own default says, and a deferred SDK model
     validates, serializes and publishes the JSON schema a built one does."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     check = (
         "import json, sys, pydantic\n"
         "if sys.argv[1] == 'memhub': import memhub.cli.main\n"
@@ -110,13 +110,7 @@ def test_the_sdks_models_are_built_when_first_used() -> None:
         "    'built': mcp_types.ListToolsRequest.__pydantic_complete__,\n"
         "    'dumped': request.model_dump(mode='json', exclude_none=True), 'schemas': schemas}))\n"
     )
-    reports = {}
-    for how in ("memhub", "sdk"):
-        command = [sys.executable, "-c", check, how]
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
-        reports[how] = json.loads(done.stdout.splitlines()[-1])
-    ours, plain = reports["memhub"], reports["sdk"]
+    ours, plain = (json.loads(_python(check, how).splitlines()[-1]) for how in ("memhub", "sdk"))
     assert ours["models"] == plain["models"] > 100
     assert ours["deferred"] > 0.8 * ours["models"] and plain["deferred"] < 0.2 * plain["models"]
     assert ours["default"] == plain["default"] == {} and ours["later"] is True
