@@ -28,6 +28,7 @@ from memhub.search.calibration import (
     pair_similarity,
     part_cosines,
     parts,
+    stacked,
     terms,
 )
 from memhub.search.embedders.combined import CombinedEmbedder
@@ -191,3 +192,19 @@ def test_profiles_are_remembered_within_a_budget_of_terms() -> None:
     assert texts[0] not in memo.kept and texts[-1] in memo.kept  # the oldest went first
     long = "設定" * (calibration.PROFILE_KEPT_CHARS // 2 + 1)
     assert calibration.profile(long) == calibration.Profile("ja", terms(long)) and long not in memo.kept
+
+
+def test_stacked_leaves_out_damaged_vectors_of_every_kind() -> None:
+    """The one decoder of stored vectors (linking, `similar`, diversity, explain): a blob of
+    another length, or one holding NaN or infinity, is left out; the rest keep their order."""
+    good = {i: np.full(4, float(i), dtype="<f4").tobytes() for i in (1, 2, 5)}
+    blobs = {
+        **good,
+        3: np.array([1.0, np.nan, 0.0, 0.0], dtype="<f4").tobytes(),
+        4: np.array([np.inf, 0.0, 0.0, 0.0], dtype="<f4").tobytes(),
+        6: b"\x00" * 12,
+    }
+    ids, matrix = stacked([5, 4, 3, 2, 6, 7, 1], blobs, 4)
+    assert ids == [5, 2, 1] and matrix.shape == (3, 4)
+    assert matrix[:, 0].tolist() == [5.0, 2.0, 1.0]
+    assert stacked([1, 2], good, 4)[0] == [1, 2]

@@ -290,10 +290,16 @@ def parts(embedder: Embedder) -> tuple[Part, ...]:
 
 
 def stacked(ids: Sequence[int], blobs: Mapping[int, bytes], dim: int) -> tuple[list[int], Matrix]:
-    """The ids of `ids` whose stored vector in `blobs` has `dim` float32s (a blob of another
-    length is damaged: left out), and those vectors as the rows of one matrix, in that order."""
+    """The ids of `ids` whose stored vector in `blobs` is sound, and those vectors as the rows
+    of one matrix, in that order. A blob of another length than `dim` float32s, or holding NaN
+    or infinity (a damaged file, a faulty model), is left out: every reader of stored vectors
+    comes here, so none scores with one."""
     kept = [i for i in ids if len(blobs.get(i, b"")) == 4 * dim]
-    return kept, np.frombuffer(b"".join(blobs[i] for i in kept), dtype="<f4").reshape(-1, dim)
+    matrix = np.frombuffer(b"".join(blobs[i] for i in kept), dtype="<f4").reshape(-1, dim)
+    finite = np.isfinite(matrix).all(axis=1)
+    if finite.all():
+        return kept, matrix
+    return [i for i, sound in zip(kept, finite, strict=True) if sound], matrix[finite]
 
 
 def _prefix(embedder_id: str, prefixes: Iterable[str]) -> str | None:

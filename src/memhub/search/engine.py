@@ -32,6 +32,7 @@ from memhub.core.errors import invalid
 from memhub.core.models import Boundary, Viewer
 from memhub.core.tasks import task_group
 from memhub.core.text import search_terms
+from memhub.search import calibration
 from memhub.search.backfill import VectorBackfill
 from memhub.search.embedders.base import EmbedderUnavailable, Matrix
 from memhub.search.embedding import EmbeddingService
@@ -257,20 +258,15 @@ class SearchEngine:
         model = embedding.embedder
         first, second = getattr(model, "first", None), getattr(model, "second", None)
         weight = getattr(model, "weight", None)
-        for hit in fused:
-            if hit.vector_score is None:
-                continue
-            blob = tx.get_vector(hit.item_id, embedding.id)
-            if blob is None:
-                continue
-            vec = np.frombuffer(blob, dtype="<f4")
-            if not np.isfinite(vec).all():  # a damaged vector: the index counts it as zero
-                continue
+        ids = [hit.item_id for hit in fused if hit.vector_score is not None]
+        # a damaged vector (calibration.stacked) is left out, as the index counts it as zero
+        stored, matrix = calibration.stacked(ids, tx.get_vectors(ids, embedding.id), embedding.dim)
+        for item_id, vec in zip(stored, matrix, strict=True):
             if first is None or second is None or not isinstance(weight, float):
-                explain.models[hit.item_id] = {embedding.id: float(vec @ query_vec)}
+                explain.models[item_id] = {embedding.id: float(vec @ query_vec)}
                 continue
             cut = int(first.dim)
-            explain.models[hit.item_id] = {
+            explain.models[item_id] = {
                 str(first.id): float(vec[:cut] @ query_vec[:cut]) / weight,
                 str(second.id): float(vec[cut:] @ query_vec[cut:]) / (1.0 - weight),
             }

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-import numpy as np
-
 from memhub.core.clock import isoformat, parse_iso
 from memhub.core.errors import ErrorKind, MemhubError, invalid
 from memhub.core.ids import MEM, PROJ
@@ -236,10 +234,8 @@ def _diverse(
     if embedder is None or base is None or limit <= 1:
         return scored[:limit]
     ids = [i for _, _, i in pool]
-    size = 4 * dim  # a blob of another length, or holding NaN or infinity, is damaged: redundant with nothing
-    blobs = tx.get_vectors(ids, embedder)
-    read = {i: np.frombuffer(blob, dtype="<f4") for i, blob in blobs.items() if len(blob) == size}
-    vectors = {i: vec for i, vec in read.items() if np.isfinite(vec).all()}
+    stored, matrix = calibration.stacked(ids, tx.get_vectors(ids, embedder), dim)
+    vectors = dict(zip(stored, matrix, strict=True))  # a damaged one is redundant with nothing
     sim = {i: s for _, s, i in pool}
     chosen = diversity.diversify(
         ids, {i: v for v, _, i in pool}, weights, vectors, base.median, DIVERSITY, limit
@@ -370,7 +366,8 @@ async def similar(call: Call, args: m.SearchInput) -> tuple[list[m.Memory], int,
     row, blob, viewer = await call.read(source)
     if blob is None and not embedding.ready:  # its vector needs the model: do not wait for the load
         return [], 0, note or "the embedding model is not loaded yet: ask again in a moment"
-    vec = np.frombuffer(blob, dtype="<f4") if blob else (await embedding.embed_passages([row.body]))[0]
+    stored, sound = calibration.stacked([row.id], {row.id: blob} if blob else {}, embedding.dim)
+    vec = sound[0] if stored else (await embedding.embed_passages([row.body]))[0]  # none, or damaged
     hits = await engine.nearest(viewer, vec, k=args.limit * 4 + 1, kinds=(Kind.MEMORY,))
     cosines = {i: cos for i, cos in hits if i != item_id}
 
